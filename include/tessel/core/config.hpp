@@ -1,0 +1,28 @@
+// Compiler plumbing shared by every tessel header: execution-space annotations and the index type.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define TESSEL_HOST_DEVICE __host__ __device__
+#define TESSEL_DEVICE __device__
+#else
+#define TESSEL_HOST_DEVICE
+#define TESSEL_DEVICE
+#endif
+
+// True while nvcc compiles the device side of a translation unit; host-only paths
+// (exceptions, strings) are compiled out there.
+#if defined(__CUDA_ARCH__)
+#define TESSEL_DEVICE_PASS 1
+#else
+#define TESSEL_DEVICE_PASS 0
+#endif
+
+namespace tessel {
+
+// Every extent, stride, offset and index in tessel is a signed 64-bit integer: large
+// vocabularies times batch sizes overflow 32 bits, and signedness keeps differences honest.
+using index_t = std::int64_t;
+
+}  // namespace tessel

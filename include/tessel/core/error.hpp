@@ -1,0 +1,63 @@
+// tessel::Error and the host-side checks that raise it with a sentence naming the offending values.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "config.hpp"
+
+namespace tessel {
+
+// Thrown for every run-time failure; what() is a sentence that names the values involved.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+
+inline void append_piece(std::string& out, std::string_view s) {
+  out.append(s);
+}
+inline void append_piece(std::string& out, char const* s) {
+  out.append(s);
+}
+inline void append_piece(std::string& out, std::string const& s) {
+  out.append(s);
+}
+inline void append_piece(std::string& out, char c) {
+  out.push_back(c);
+}
+template <class T>
+requires(std::is_arithmetic_v<T> && !std::is_same_v<T, char> &&
+         !std::is_same_v<T, bool>) void append_piece(std::string& out, T v) {
+  out.append(std::to_string(v));
+}
+inline void append_piece(std::string& out, bool b) {
+  out.append(b ? "true" : "false");
+}
+
+// Builds an error sentence from pieces: strings, characters and numbers.
+template <class... Pieces>
+std::string sentence(Pieces const&... pieces) {
+  std::string out;
+  (append_piece(out, pieces), ...);
+  return out;
+}
+
+[[noreturn]] inline void throw_error(std::string message) {
+  throw Error(std::move(message));
+}
+
+}  // namespace detail
+
+// Throws tessel::Error with the concatenated pieces when `ok` is false. Host only: device code
+// never throws; validate on the host before launching.
+template <class... Pieces>
+void check(bool ok, Pieces const&... pieces) {
+  if (!ok) detail::throw_error(detail::sentence(pieces...));
+}
+
+}  // namespace tessel

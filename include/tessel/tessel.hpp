@@ -1,0 +1,20 @@
+// tessel: everything a user needs, in one include. Compiles with g++ -std=c++20 without CUDA.
+#pragma once
+
+#include "core/block_layout.hpp"
+#include "core/broadcast.hpp"
+#include "core/coalesce.hpp"
+#include "core/composition.hpp"
+#include "core/config.hpp"
+#include "core/dyn_rank_tuple.hpp"
+#include "core/error.hpp"
+#include "core/hana_adapter.hpp"
+#include "core/int.hpp"
+#include "core/int_tuple.hpp"
+#include "core/layout.hpp"
+#include "core/merge_small_dims.hpp"
+#include "core/multi_dim_split.hpp"
+#include "core/print.hpp"
+#include "core/select.hpp"
+#include "core/shape.hpp"
+#include "core/tuple.hpp"

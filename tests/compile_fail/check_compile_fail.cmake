@@ -1,0 +1,22 @@
+# Compiles SOURCE and passes only when compilation fails with output matching the file's
+# "// expect: <regex>" line.
+file(STRINGS ${SOURCE} expect_lines REGEX "^// expect: ")
+if(NOT expect_lines)
+  message(FATAL_ERROR "${SOURCE} has no '// expect: <regex>' line")
+endif()
+list(GET expect_lines 0 expect_line)
+string(REGEX REPLACE "^// expect: " "" expected "${expect_line}")
+string(REPLACE "|" ";" include_dirs "${INCLUDE_DIRS}")
+set(flags -std=c++20 -fsyntax-only)
+foreach(dir ${include_dirs})
+  list(APPEND flags -I${dir})
+endforeach()
+execute_process(COMMAND ${COMPILER} ${flags} ${SOURCE}
+                RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(result EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} compiled, but it must fail with: ${expected}")
+endif()
+if(NOT "${out}${err}" MATCHES "${expected}")
+  message(FATAL_ERROR "${SOURCE} failed to compile, but without the expected diagnostic '${expected}':\n${err}")
+endif()
+message(STATUS "failed to compile as expected: ${expected}")
