@@ -1,0 +1,11 @@
+// Registration functions of the CLI's command families (one source file each).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tessel::cli {
+
+// `tessel plan ...`: layout plans as JSON.
+void add_plan_commands(CLI::App& app);
+
+}  // namespace tessel::cli
