@@ -1,0 +1,86 @@
+// Engines: what a tensor's layout offsets index into. A ViewEngine is a pointer (plus, when
+// known, the extent of the storage it points into, so views can be bounds-checked when they are
+// made); a HostArrayEngine owns aligned host storage.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#include "../core/config.hpp"
+#include "../core/error.hpp"
+#include "memory_space.hpp"
+
+namespace tessel {
+
+// A non-owning pointer into memory of space Space.
+template <class T, MemorySpace Space = HostSpace>
+struct ViewEngine {
+  using value_type = T;
+  using space = Space;
+  static constexpr bool owning = false;
+
+  T* ptr = nullptr;
+  // The storage ptr points into: [storage, storage + storage_size). storage_size < 0: unknown
+  // (a view made from a raw pointer).
+  T* storage = nullptr;
+  index_t storage_size = -1;
+
+  TESSEL_HOST_DEVICE constexpr T* data() const noexcept { return ptr; }
+  TESSEL_HOST_DEVICE constexpr bool bounded() const noexcept { return storage_size >= 0; }
+};
+
+namespace detail {
+struct AlignedFree {
+  void operator()(void* p) const noexcept { std::free(p); }
+};
+}  // namespace detail
+
+// Cache-line alignment for owned host storage, so vector loads start on a line.
+inline constexpr std::size_t host_alignment = 64;
+
+// Owning, zero-initialized, 64-byte-aligned host storage of n elements. Move-only.
+template <class T>
+class HostArrayEngine {
+ public:
+  using value_type = T;
+  using space = HostSpace;
+  static constexpr bool owning = true;
+
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
+                "tessel: owning tensors hold trivially copyable element types.");
+
+  HostArrayEngine() = default;
+  explicit HostArrayEngine(index_t n) : size_(n) {
+    if (n < 0)
+      detail::throw_error(detail::sentence("cannot allocate a tensor of ", n, " elements."));
+    std::size_t bytes = static_cast<std::size_t>(n) * sizeof(T);
+    std::size_t rounded = (bytes + host_alignment - 1) / host_alignment * host_alignment;
+    if (rounded == 0) rounded = host_alignment;
+    void* p = std::aligned_alloc(host_alignment, rounded);
+    if (!p)
+      detail::throw_error(
+          detail::sentence("cannot allocate ", bytes, " bytes of host memory for a tensor."));
+    std::memset(p, 0, rounded);
+    buffer_.reset(static_cast<T*>(p));
+  }
+
+  T* data() const noexcept { return buffer_.get(); }
+  index_t size() const noexcept { return size_; }
+
+ private:
+  std::unique_ptr<T, detail::AlignedFree> buffer_;
+  index_t size_ = 0;
+};
+
+template <class E>
+concept Engine = requires(E const& e) {
+  typename E::value_type;
+  typename E::space;
+  {e.data()};
+};
+
+}  // namespace tessel
