@@ -1,0 +1,123 @@
+// VectorArg and MatrixArg: the run-time view of a 1-D or 2-D tessel tensor (pointer, extents,
+// strides) that FLCE's optional inputs and outputs are passed as. Any flat rank-1 / rank-2 tensor
+// view of the right element type and memory space converts implicitly, so callers write
+// `{.loss = loss, .grad_input = dx}`; a default-constructed one means "not given".
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+#include "../core/config.hpp"
+#include "../core/int.hpp"
+#include "../core/int_tuple.hpp"
+#include "../tensor/memory_space.hpp"
+#include "../tensor/tensor.hpp"
+#include "../tensor/views.hpp"
+
+namespace tessel::flce {
+
+namespace detail {
+
+// The rank of a tensor whose shape is flat (every mode an integer); -1 otherwise.
+template <class X>
+consteval int flat_rank() {
+  using S = std::remove_cvref_t<decltype(std::declval<X const&>().shape())>;
+  if constexpr (Integer<S>) {
+    return 1;
+  } else if constexpr (DynRank<S> || !FlatIntTuple<S>) {
+    return -1;
+  } else {
+    return static_cast<int>(tuple_size_v<S>);
+  }
+}
+
+// Extent and stride of mode I of a flat tensor, as index_t.
+template <std::size_t I, class X>
+index_t extent_of(X const& t) {
+  if constexpr (Integer<std::remove_cvref_t<decltype(t.shape())>>)
+    return to_index(t.shape());
+  else
+    return to_index(get<I>(t.shape()));
+}
+template <std::size_t I, class X>
+index_t stride_of(X const& t) {
+  if constexpr (Integer<std::remove_cvref_t<decltype(t.stride())>>)
+    return to_index(t.stride());
+  else
+    return to_index(get<I>(t.stride()));
+}
+
+}  // namespace detail
+
+// A flat rank-R tessel tensor whose elements can be used as T (T may add const) in Space.
+template <class X, int R, class T, class Space>
+concept TensorArgument = TensorType<X> && detail::flat_rank<std::remove_cvref_t<X>>()
+== R&& std::is_convertible_v<typename std::remove_cvref_t<X>::pointer, T*>&&
+        std::same_as<typename std::remove_cvref_t<X>::space, Space>;
+
+// (size) elements at data[i * stride].
+template <class T, MemorySpace Space = HostSpace>
+struct VectorArg {
+  T* data = nullptr;
+  index_t size = 0;
+  index_t stride = 1;
+  bool present = false;
+
+  constexpr VectorArg() = default;
+
+  template <class X>
+  requires TensorArgument<X, 1, T, Space> VectorArg(X&& t)  // NOLINT: implicit on purpose
+      : data(t.data()),
+        size(detail::extent_of<0>(t)),
+        stride(detail::stride_of<0>(t)),
+        present(true) {
+    tessel::detail::refuse_owning_temporary<X>();
+  }
+
+  TESSEL_HOST_DEVICE constexpr T& operator[](index_t i) const { return data[i * stride]; }
+};
+
+// (rows, cols) elements at data[i * row_stride + j * col_stride].
+template <class T, MemorySpace Space = HostSpace>
+struct MatrixArg {
+  T* data = nullptr;
+  index_t rows = 0;
+  index_t cols = 0;
+  index_t row_stride = 0;
+  index_t col_stride = 1;
+  bool present = false;
+
+  constexpr MatrixArg() = default;
+
+  template <class X>
+  requires TensorArgument<X, 2, T, Space> MatrixArg(X&& t)  // NOLINT: implicit on purpose
+      : data(t.data()),
+        rows(detail::extent_of<0>(t)),
+        cols(detail::extent_of<1>(t)),
+        row_stride(detail::stride_of<0>(t)),
+        col_stride(detail::stride_of<1>(t)),
+        present(true) {
+    tessel::detail::refuse_owning_temporary<X>();
+  }
+
+  // The same elements, read-only.
+  constexpr MatrixArg<T const, Space> as_const() const {
+    MatrixArg<T const, Space> m;
+    m.data = data;
+    m.rows = rows;
+    m.cols = cols;
+    m.row_stride = row_stride;
+    m.col_stride = col_stride;
+    m.present = present;
+    return m;
+  }
+
+  TESSEL_HOST_DEVICE constexpr T& operator()(index_t i, index_t j) const {
+    return data[i * row_stride + j * col_stride];
+  }
+  TESSEL_HOST_DEVICE constexpr T* row(index_t i) const { return data + i * row_stride; }
+};
+
+}  // namespace tessel::flce

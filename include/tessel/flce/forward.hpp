@@ -1,0 +1,284 @@
+// flce::forward on the host: the loss and, in the same pass, the gradients of
+// cross_entropy(input @ weight.T + bias, target) without ever holding more than one (chunk, V)
+// block of logits. Per chunk: an Eigen GEMM for the logits, the fused row body (row.hpp, the CUDA
+// kernel's host twin) over the rows with OpenMP, then Eigen GEMMs for grad_weight and grad_input.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <type_traits>
+
+#include <Eigen/Core>
+
+#include "../core/dtype.hpp"
+#include "../core/error.hpp"
+#include "../core/int.hpp"
+#include "../tensor/memory_space.hpp"
+#include "../tensor/tensor.hpp"
+#include "arguments.hpp"
+#include "detail/openmp.hpp"
+#include "detail/sequential_context.hpp"
+#include "options.hpp"
+#include "plan.hpp"
+#include "row.hpp"
+#include "types.hpp"
+#include "validate.hpp"
+
+namespace tessel::flce {
+
+// The input or weight of an FLCE call in Space: a flat 2-D tensor of an Element type.
+template <class X, class Space>
+concept MatrixTensor = TensorType<X> && detail::flat_rank<std::remove_cvref_t<X>>()
+== 2 && Element<typename std::remove_cvref_t<X>::value_type>&&
+            std::same_as<typename std::remove_cvref_t<X>::space, Space>;
+
+// The targets of an FLCE call in Space: a flat 1-D tensor of 32- or 64-bit signed integers.
+template <class Y, class Space>
+concept TargetTensor = TensorType<Y> && detail::flat_rank<std::remove_cvref_t<Y>>()
+== 1 && TargetElement<typename std::remove_cvref_t<Y>::value_type>&&
+            std::same_as<typename std::remove_cvref_t<Y>::space, Space>;
+
+template <class X>
+using tensor_value_t = typename std::remove_cvref_t<X>::value_type;
+
+namespace detail {
+
+template <class X, class W>
+struct SameElement {
+  static_assert(std::is_same_v<tensor_value_t<X>, tensor_value_t<W>>,
+                "tessel: FLCE's input and weight must have the same element type.");
+  static constexpr bool ok = true;
+};
+
+// The plan of a call: static when every extent is static and no chunk size is forced.
+template <class X, class W>
+auto plan_for(X const& input, W const& weight, index_t forced_chunk) {
+  auto bt = get<0>(input.shape());
+  auto h = get<1>(input.shape());
+  auto v = get<0>(weight.shape());
+  if (forced_chunk > 0)
+    return FlcePlan(make_plan(to_index(bt), to_index(h), to_index(v), forced_chunk));
+  return FlcePlan(make_plan(bt, h, v));
+}
+
+struct AlignedFree {
+  void operator()(void* p) const noexcept { std::free(p); }
+};
+
+// One allocation for all of a call's scratch (see ScratchLayout).
+inline std::unique_ptr<std::byte, AlignedFree> allocate_scratch(index_t bytes) {
+  void* p = std::aligned_alloc(static_cast<std::size_t>(scratch_alignment),
+                               static_cast<std::size_t>(bytes > 0 ? bytes : scratch_alignment));
+  if (p == nullptr)
+    fail(tessel::detail::sentence("cannot allocate ", bytes, " bytes of FLCE scratch memory."));
+  return std::unique_ptr<std::byte, AlignedFree>(static_cast<std::byte*>(p));
+}
+
+template <class C>
+using RowMajor = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class C>
+using ConstMap = Eigen::Map<RowMajor<C> const, Eigen::Unaligned, Eigen::OuterStride<>>;
+template <class C>
+using MutableMap = Eigen::Map<RowMajor<C>, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+template <class C>
+ConstMap<C> const_map(C const* data, index_t rows, index_t cols, index_t row_stride) {
+  return ConstMap<C>(data, rows, cols, Eigen::OuterStride<>(row_stride > 0 ? row_stride : cols));
+}
+template <class C>
+MutableMap<C> mutable_map(C* data, index_t rows, index_t cols, index_t row_stride) {
+  return MutableMap<C>(data, rows, cols, Eigen::OuterStride<>(row_stride > 0 ? row_stride : cols));
+}
+
+// Host twin of the CUDA grad_bias kernel: out[j] += sum over rows of g(i, j).
+template <class C>
+TESSEL_HOST_DEVICE inline C column_sum(C const* g, index_t rows, index_t ld, index_t j) {
+  C s = 0;
+  for (index_t i = 0; i < rows; ++i) s += g[i * ld + j];
+  return s;
+}
+
+// Rounds (rows, cols) values of src into the storage type of dst (or copies them).
+template <class D, class S>
+void convert_rows(D* dst, index_t dst_stride, S const* src, index_t src_stride, index_t rows,
+                  index_t cols) {
+  TESSEL_FLCE_PARALLEL_FOR(rows * cols)
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < cols; ++j)
+      dst[i * dst_stride + j] =
+          static_cast<D>(static_cast<accum_t<std::remove_cv_t<S>>>(src[i * src_stride + j]));
+}
+
+// The mean's divisors as multipliers: 1/divisor, or 0 when the divisor is 0 (all rows ignored:
+// loss 0 and zero gradients, where PyTorch gives NaN).
+inline double inverse_or_zero(double divisor) {
+  return divisor != 0.0 ? 1.0 / divisor : 0.0;
+}
+
+template <class C>
+RowConstants<C> row_constants(double label_smoothing, double lse_square_scale, double softcap,
+                              index_t ignore_index, index_t vocab, double class_weight_sum) {
+  RowConstants<C> k;
+  k.ignore_index = ignore_index;
+  k.one_minus_smoothing = static_cast<C>(1.0 - label_smoothing);
+  k.smoothing_per_class = static_cast<C>(label_smoothing / static_cast<double>(vocab));
+  k.lse_square_scale = static_cast<C>(lse_square_scale);
+  k.softcap = static_cast<C>(softcap);
+  k.class_weight_sum = static_cast<C>(class_weight_sum);
+  k.smoothing = label_smoothing > 0.0;
+  return k;
+}
+
+// The host chunk loop. Everything has been validated; this writes the outputs.
+template <class T, class Y, Integer Vocab>
+void run_host(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, HostSpace> const& x,
+              MatrixArg<T const, HostSpace> const& w, VectorArg<Y const, HostSpace> const& y,
+              Options<T, HostSpace> const& o, Outputs<T, HostSpace> const& out,
+              TargetCounts const& counts) {
+  using C = accum_t<T>;
+  constexpr bool narrow = is_narrow_v<T>;
+  index_t const bt = plan.bt, h = plan.hidden, v = plan.vocab;
+  ScratchLayout const layout = plan.scratch_layout(dtype_of_v<T>, Device::host);
+  auto scratch = allocate_scratch(layout.total);
+  std::byte* base = scratch.get();
+  C* logits = reinterpret_cast<C*>(base + layout.logits);      // (R, V)
+  C* row_loss = reinterpret_cast<C*>(base + layout.row_loss);  // (BT)
+  C* row_z = reinterpret_cast<C*>(base + layout.row_z);        // (BT)
+
+  double class_weight_sum = static_cast<double>(v);
+  if (o.class_weights.present) {
+    class_weight_sum = 0;
+    for (index_t j = 0; j < v; ++j)
+      class_weight_sum += static_cast<double>(static_cast<C>(o.class_weights[j]));
+  }
+  RowConstants<C> const k = row_constants<C>(o.label_smoothing, o.lse_square_scale, o.softcap,
+                                             o.ignore_index, v, class_weight_sum);
+  bool const mean = o.reduction == Reduction::mean;
+  double const inv_w = mean ? inverse_or_zero(counts.weight_sum) : 1.0;
+  double const inv_n = mean ? inverse_or_zero(static_cast<double>(counts.count)) : 1.0;
+  bool const grads = out.wants_gradients();
+
+  // The weight as the GEMMs read it: the caller's memory, or (16-bit) a float copy made once.
+  C const* w_data = reinterpret_cast<C const*>(w.data);
+  index_t w_stride = w.row_stride;
+  if constexpr (narrow) {
+    float* w32 = reinterpret_cast<float*>(base + layout.weight_f32);
+    convert_rows(w32, h, w.data, w.row_stride, v, h);
+    w_data = w32;
+    w_stride = h;
+  }
+  auto weight = const_map<C>(w_data, v, h, w_stride);  // (V, H)
+
+  if (out.grad_bias.present)
+    for (index_t j = 0; j < v; ++j) out.grad_bias[j] = C(0);
+  if (out.grad_weight.present && bt == 0)
+    mutable_map(out.grad_weight.data, v, h, out.grad_weight.row_stride).setZero();
+
+  for (index_t chunk = 0; chunk < plan.num_chunks; ++chunk) {
+    index_t const r0 = chunk * plan.chunk_size;
+    index_t const rows = bt - r0 < plan.chunk_size ? bt - r0 : plan.chunk_size;
+    C const* x_data = reinterpret_cast<C const*>(x.row(r0));
+    index_t x_stride = x.row_stride;
+    if constexpr (narrow) {
+      float* x32 = reinterpret_cast<float*>(base + layout.input_f32);
+      convert_rows(x32, h, x.row(r0), x.row_stride, rows, h);
+      x_data = x32;
+      x_stride = h;
+    }
+    auto input = const_map<C>(x_data, rows, h, x_stride);  // (rows, H)
+    auto block = mutable_map(logits, rows, v, v);          // (rows, V)
+    block.noalias() = input * weight.transpose();
+
+    TESSEL_FLCE_PARALLEL_FOR(rows * v)
+    for (index_t i = 0; i < rows; ++i) {
+      index_t const row = r0 + i;
+      double const dy =
+          o.grad_output_rows.present ? static_cast<double>(o.grad_output_rows[row]) : o.grad_output;
+      RowRefs<C, C, T> refs;
+      refs.logits = logits + i * v;
+      refs.grad = grads ? logits + i * v : nullptr;
+      refs.bias = o.bias.data;
+      refs.bias_stride = o.bias.stride;
+      refs.class_weights = o.class_weights.data;
+      refs.class_weight_stride = o.class_weights.stride;
+      SequentialContext ctx;
+      RowLoss<C> const l = fused_row(ctx, refs, vocab_extent, static_cast<index_t>(y[row]), k,
+                                     static_cast<C>(dy * inv_w), static_cast<C>(dy * inv_n));
+      row_loss[row] = l.ce;
+      row_z[row] = l.z;
+    }
+    if (!grads) continue;
+
+    auto g = const_map<C>(logits, rows, v, v);  // (rows, V) d loss / d logits
+    // grad_weight before grad_input, so a grad_input that overwrites the input still works.
+    if (out.grad_weight.present) {
+      auto dw = mutable_map(out.grad_weight.data, v, h, out.grad_weight.row_stride);
+      if (chunk == 0)
+        dw.noalias() = g.transpose() * input;
+      else
+        dw.noalias() += g.transpose() * input;
+    }
+    if (out.grad_bias.present) {
+      TESSEL_FLCE_PARALLEL_FOR(rows * v)
+      for (index_t j = 0; j < v; ++j) out.grad_bias[j] += column_sum(logits, rows, v, j);
+    }
+    if (out.grad_input.present) {
+      if constexpr (narrow) {
+        float* dx32 = reinterpret_cast<float*>(base + layout.grad_input_f32);
+        mutable_map(dx32, rows, h, h).noalias() = g * weight;
+        convert_rows(out.grad_input.row(r0), out.grad_input.row_stride,
+                     static_cast<float const*>(dx32), h, rows, h);
+      } else {
+        mutable_map(out.grad_input.row(r0), rows, h, out.grad_input.row_stride).noalias() =
+            g * weight;
+      }
+    }
+  }
+
+  // Rows are summed in order, in double, so the result does not depend on the thread count.
+  if (o.reduction == Reduction::none) {
+    for (index_t i = 0; i < bt; ++i) {
+      if (out.loss.present) out.loss[i] = row_loss[i] + row_z[i];
+      if (out.z_loss.present) out.z_loss[i] = row_z[i];
+    }
+  } else {
+    double ce = 0, z = 0;
+    for (index_t i = 0; i < bt; ++i) {
+      ce += static_cast<double>(row_loss[i]);
+      z += static_cast<double>(row_z[i]);
+    }
+    if (out.loss.present) out.loss[0] = static_cast<C>(ce * inv_w + z * inv_n);
+    if (out.z_loss.present) out.z_loss[0] = static_cast<C>(z * inv_n);
+  }
+}
+
+}  // namespace detail
+
+// The loss of cross_entropy(input @ weight.T + bias, target) (PyTorch's semantics plus
+// Liger-Kernel's z-loss and softcap; see Options) and, in the same pass, the gradients asked for
+// in `outputs`, already multiplied by grad_output.
+//   input  (BT, H), weight (V, H): the same Element type, unit stride along the last mode
+//   target (BT): class indices in [0, V), or ignore_index
+// Returns the plan used. Throws tessel::Error (nothing written) for any invalid shape, option or
+// target.
+template <class X, class W, class Y>
+requires MatrixTensor<X, HostSpace> && MatrixTensor<W, HostSpace> && TargetTensor<Y, HostSpace>
+    FlcePlan forward(X const& input, W const& weight, Y const& target,
+                     std::type_identity_t<Options<tensor_value_t<X>, HostSpace>> const& options,
+                     std::type_identity_t<Outputs<tensor_value_t<X>, HostSpace>> const& outputs) {
+  static_assert(detail::SameElement<X, W>::ok);
+  using T = tensor_value_t<X>;
+  using TargetT = tensor_value_t<Y>;
+  MatrixArg<T const, HostSpace> const x(input);
+  MatrixArg<T const, HostSpace> const w(weight);
+  VectorArg<TargetT const, HostSpace> const y(target);
+  detail::validate_call(x, w, y, options, outputs);
+  FlcePlan const plan = detail::plan_for(input, weight, options.chunk_size);
+  detail::TargetCounts const counts =
+      detail::count_targets(y, w.rows, options.ignore_index, options.class_weights);
+  detail::run_host(plan, get<0>(weight.shape()), x, w, y, options, outputs, counts);
+  return plan;
+}
+
+}  // namespace tessel::flce

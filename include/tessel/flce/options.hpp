@@ -1,0 +1,59 @@
+// What an FLCE call computes: Options (settings and optional inputs, PyTorch's and Liger-Kernel's
+// names) and Outputs (where results go; each one optional). Both are aggregates meant for
+// designated initializers: `{.reduction = Reduction::sum, .label_smoothing = 0.1}`.
+#pragma once
+
+#include "../tensor/memory_space.hpp"
+#include "arguments.hpp"
+#include "types.hpp"
+
+namespace tessel::flce {
+
+// Settings and optional inputs. T is the storage type of the input and weight; Space where
+// the tensors live.
+template <Element T, MemorySpace Space = HostSpace>
+struct Options {
+  Reduction reduction = Reduction::mean;
+  // Rows whose target equals this are ignored (no loss, zero gradient); it may lie in [0, V).
+  index_t ignore_index = -100;
+  // PyTorch's label_smoothing, in [0, 1].
+  double label_smoothing = 0.0;
+  // Liger-Kernel's z-loss: lse_square_scale * lse^2 added per non-ignored row (>= 0).
+  double lse_square_scale = 0.0;
+  // Liger-Kernel's softcap: logits become softcap * tanh(logits / softcap) before the softmax.
+  // 0 turns it off.
+  double softcap = 0.0;
+  // (V) PyTorch's `weight`: a rescaling weight per class. Mean divides by the sum of the
+  // non-ignored targets' weights.
+  VectorArg<T const, Space> class_weights{};
+  // (V) the linear layer's bias: logits = input @ weight.T + bias.
+  VectorArg<T const, Space> bias{};
+  // The upstream gradient dy the gradients are multiplied by (d loss / d output).
+  double grad_output = 1.0;
+  // (BT) per-row upstream gradients, for reduction none (replaces grad_output).
+  VectorArg<accum_t<T> const, Space> grad_output_rows{};
+  // Rows per chunk; 0 takes make_plan's heuristic.
+  index_t chunk_size = 0;
+};
+
+// Where results go; leave out what is not wanted. Gradients are computed only when at least one
+// gradient output is given (a loss-only call is an evaluation pass).
+template <Element T, MemorySpace Space = HostSpace>
+struct Outputs {
+  // (1) for mean and sum, (BT) for none. The total loss: cross-entropy plus z-loss.
+  VectorArg<accum_t<T>, Space> loss{};
+  // Same shape as loss: the z-loss part alone (for logging).
+  VectorArg<accum_t<T>, Space> z_loss{};
+  // (BT, H) d loss / d input, in the storage type.
+  MatrixArg<T, Space> grad_input{};
+  // (V, H) d loss / d weight, accumulated and returned in accum_t<T> (f32, or f64 for f64).
+  MatrixArg<accum_t<T>, Space> grad_weight{};
+  // (V) d loss / d bias, in accum_t<T>; needs Options::bias.
+  VectorArg<accum_t<T>, Space> grad_bias{};
+
+  constexpr bool wants_gradients() const {
+    return grad_input.present || grad_weight.present || grad_bias.present;
+  }
+};
+
+}  // namespace tessel::flce

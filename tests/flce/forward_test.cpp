@@ -1,0 +1,329 @@
+// Host FLCE against the unfused float64 reference: every reduction x dtype x option combination,
+// odd shapes, ignored rows, upstream gradients, static shapes and strided views.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <tessel/flce/forward.hpp>
+#include <tessel/tensor/host_tensor.hpp>
+
+#include "flce/harness.hpp"
+#include "flce/reference.hpp"
+
+namespace {
+
+using namespace tessel;
+using namespace tessel::flce;
+using namespace tessel::flce::test;
+
+template <class T>
+class FlceForward : public ::testing::Test {};
+using StorageTypes = ::testing::Types<double, float, half, bfloat16>;
+TYPED_TEST_SUITE(FlceForward, StorageTypes);
+
+// The six options as bits of a combination index.
+struct Combination {
+  bool ignore, class_weights, smoothing, z_loss, softcap, bias;
+  explicit Combination(int bits)
+      : ignore(bits & 1),
+        class_weights(bits & 2),
+        smoothing(bits & 4),
+        z_loss(bits & 8),
+        softcap(bits & 16),
+        bias(bits & 32) {}
+  std::string label() const {
+    std::string s;
+    for (auto [on, name] : {std::pair{ignore, "ignore"},
+                            {class_weights, "class_weights"},
+                            {smoothing, "label_smoothing"},
+                            {z_loss, "z_loss"},
+                            {softcap, "softcap"},
+                            {bias, "bias"}})
+      if (on) s += std::string(s.empty() ? "" : "+") + name;
+    return s.empty() ? "plain" : s;
+  }
+};
+
+template <class T>
+void expect_matches_reference(Problem const& p, ReferenceOptions const& o, index_t chunk = 0) {
+  Problem const q = rounded<T>(p);
+  ReferenceResult const want = reference(q, o);
+  FlceRun const got = run_tessel<T>(q, o, chunk);
+  Tolerance const tol = tolerance<T>();
+  EXPECT_TRUE(all_close(got.loss, want.loss, tol)) << "loss";
+  EXPECT_TRUE(all_close(got.z_loss, want.z_loss, tol)) << "z_loss";
+  EXPECT_TRUE(all_close(got.grad_input, want.grad_input, tol)) << "grad_input";
+  EXPECT_TRUE(all_close(got.grad_weight, want.grad_weight, tol)) << "grad_weight";
+  if (!p.bias.empty()) {
+    EXPECT_TRUE(all_close(got.grad_bias, want.grad_bias, tol)) << "grad_bias";
+  }
+}
+
+// BT=47 rows, H=31, V=123: the plan's chunks (16 rows) do not divide BT, and nothing is a power
+// of two. All 64 combinations of the six options under each reduction.
+TYPED_TEST(FlceForward, MatchesTheReferenceForEveryReductionAndOptionCombination) {
+  using T = TypeParam;
+  for (Reduction reduction : {Reduction::mean, Reduction::sum, Reduction::none}) {
+    for (int bits = 0; bits < 64; ++bits) {
+      Combination const c(bits);
+      SCOPED_TRACE(dtype_label<T>() + " " + std::string(reduction_name(reduction)) + " " +
+                   c.label());
+      Problem const p = random_problem(47, 31, 123, 1000u + static_cast<unsigned>(bits), c.bias,
+                                       c.class_weights, c.ignore ? 0.25 : 0.0);
+      ReferenceOptions o;
+      o.reduction = reduction;
+      o.label_smoothing = c.smoothing ? 0.1 : 0.0;
+      o.lse_square_scale = c.z_loss ? 1e-2 : 0.0;
+      o.softcap = c.softcap ? 3.0 : 0.0;
+      expect_matches_reference<T>(p, o);
+    }
+  }
+}
+
+TYPED_TEST(FlceForward, MatchesTheReferenceOnOddShapes) {
+  using T = TypeParam;
+  struct Shape {
+    std::int64_t bt, h, v, chunk;
+    char const* what;
+  };
+  for (Shape s : {Shape{1, 31, 123, 0, "one row"}, Shape{47, 40, 5, 0, "V < H"},
+                  Shape{47, 31, 123, 7, "chunk 7 does not divide 47"},
+                  Shape{47, 31, 123, 1, "one row per chunk"},
+                  Shape{47, 31, 123, 4096, "one chunk larger than BT"}, Shape{9, 1, 17, 0, "H = 1"},
+                  Shape{9, 8, 1, 0, "V = 1"}}) {
+    SCOPED_TRACE(s.what);
+    Problem const p = random_problem(s.bt, s.h, s.v, 7u, true, true, 0.2);
+    ReferenceOptions o;
+    o.label_smoothing = 0.05;
+    o.lse_square_scale = 1e-3;
+    o.softcap = 4.0;
+    for (Reduction r : {Reduction::mean, Reduction::none}) {
+      o.reduction = r;
+      expect_matches_reference<T>(p, o, s.chunk);
+    }
+  }
+}
+
+TYPED_TEST(FlceForward, IgnoresTargetsEqualToAnIgnoreIndexInsideTheVocabulary) {
+  using T = TypeParam;
+  Problem p = random_problem(40, 16, 10, 11u, true, true);
+  for (std::size_t i = 0; i < p.target.size(); i += 3) p.target[i] = 4;  // many rows hit class 4
+  ReferenceOptions o;
+  o.ignore_index = 4;
+  o.label_smoothing = 0.2;
+  expect_matches_reference<T>(p, o);
+  // And class 4 really is dropped: the reference with those rows removed gives the same mean.
+  Problem kept = p;
+  kept.target.clear();
+  kept.x.clear();
+  for (std::int64_t i = 0; i < p.bt; ++i)
+    if (p.target[i] != 4) {
+      kept.target.push_back(p.target[i]);
+      kept.x.insert(kept.x.end(), p.x.begin() + i * p.h, p.x.begin() + (i + 1) * p.h);
+    }
+  kept.bt = static_cast<std::int64_t>(kept.target.size());
+  ReferenceOptions plain = o;
+  plain.ignore_index = -100;
+  FlceRun const got = run_tessel<T>(rounded<T>(p), o);
+  EXPECT_TRUE(all_close(got.loss, reference(rounded<T>(kept), plain).loss, tolerance<T>()));
+}
+
+// tessel's documented difference from PyTorch: a mean over no rows is 0 with zero gradients
+// (PyTorch divides 0 by 0 and returns NaN).
+TYPED_TEST(FlceForward, AMeanOverOnlyIgnoredRowsIsZeroWithZeroGradients) {
+  using T = TypeParam;
+  Problem p = random_problem(12, 8, 20, 5u, true, true, 1.0);
+  ReferenceOptions o;
+  o.label_smoothing = 0.1;
+  o.lse_square_scale = 0.1;
+  for (Reduction r : {Reduction::mean, Reduction::sum}) {
+    o.reduction = r;
+    FlceRun const got = run_tessel<T>(rounded<T>(p), o);
+    EXPECT_EQ(got.loss, std::vector<double>{0.0});
+    EXPECT_EQ(got.z_loss, std::vector<double>{0.0});
+    for (auto const* g : {&got.grad_input, &got.grad_weight, &got.grad_bias})
+      for (double e : *g) ASSERT_EQ(e, 0.0);
+  }
+}
+
+TYPED_TEST(FlceForward, AnEmptyBatchGivesZeroLossAndZeroWeightGradients) {
+  using T = TypeParam;
+  Problem p = random_problem(0, 8, 20, 5u, true);
+  for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+    ReferenceOptions o;
+    o.reduction = r;
+    FlceRun const got = run_tessel<T>(p, o);
+    EXPECT_EQ(got.plan.num_chunks, 0);
+    EXPECT_EQ(got.loss, r == Reduction::none ? std::vector<double>{} : std::vector<double>{0.0});
+    EXPECT_EQ(got.grad_weight, std::vector<double>(20 * 8, 0.0));
+    EXPECT_EQ(got.grad_bias, std::vector<double>(20, 0.0));
+  }
+}
+
+TYPED_TEST(FlceForward, MultipliesTheGradientsByGradOutput) {
+  using T = TypeParam;
+  Problem const p = random_problem(30, 12, 50, 21u, true, true, 0.1);
+  ReferenceOptions o;
+  o.reduction = Reduction::sum;
+  o.lse_square_scale = 1e-2;
+  o.grad_output = -2.5;
+  expect_matches_reference<T>(p, o);
+  // The loss itself does not depend on grad_output.
+  ReferenceOptions unit = o;
+  unit.grad_output = 1.0;
+  EXPECT_EQ(run_tessel<T>(rounded<T>(p), o).loss, run_tessel<T>(rounded<T>(p), unit).loss);
+}
+
+TYPED_TEST(FlceForward, FoldsPerRowGradOutputIntoEveryGradientForReductionNone) {
+  using T = TypeParam;
+  Problem const p = random_problem(30, 12, 50, 22u, true, true, 0.1);
+  ReferenceOptions o;
+  o.reduction = Reduction::none;
+  o.label_smoothing = 0.1;
+  for (std::int64_t i = 0; i < p.bt; ++i)
+    o.grad_output_rows.push_back(0.25 * static_cast<double>(i % 7) - 0.5);
+  expect_matches_reference<T>(p, o);
+}
+
+TEST(FlceForwardF32, AnEvaluationPassWritesTheLossAndNoGradient) {
+  Problem const p = random_problem(20, 8, 30, 3u, true);
+  ReferenceOptions o;
+  o.lse_square_scale = 1e-2;
+  Wanted loss_only;
+  loss_only.grad_input = loss_only.grad_weight = loss_only.grad_bias = false;
+  FlceRun const eval = run_tessel<float>(p, o, 0, loss_only);
+  FlceRun const train = run_tessel<float>(p, o);
+  EXPECT_EQ(eval.loss, train.loss);
+  EXPECT_EQ(eval.grad_input, std::vector<double>(20 * 8, 0.0));  // the zeros it was given
+  EXPECT_TRUE(all_close(eval.loss, reference(p, o).loss, tolerance<float>()));
+}
+
+TEST(FlceForwardF32, ResultsAgreeAcrossChunkSizes) {
+  Problem const p = random_problem(64, 16, 40, 9u, true, true, 0.1);
+  ReferenceOptions o;
+  o.label_smoothing = 0.1;
+  FlceRun const one = run_tessel<float>(p, o, 1);
+  for (index_t chunk : {3, 16, 64, 100}) {
+    FlceRun const other = run_tessel<float>(p, o, chunk);
+    EXPECT_EQ(other.plan.chunk_size, chunk);
+    // The row body and the per-row loss sums are independent of the chunking; GEMMs of other
+    // shapes may round differently.
+    EXPECT_EQ(other.loss, one.loss);
+    EXPECT_TRUE(all_close(other.grad_input, one.grad_input, {1e-7, 1e-5}));
+    EXPECT_TRUE(all_close(other.grad_weight, one.grad_weight, {1e-6, 1e-5}));
+  }
+}
+
+TEST(FlceForwardF32, StaysFiniteForLargeLogits) {
+  Problem const p = random_problem(16, 8, 30, 4u, false, false, 0.0, -100, 100.0, 10.0);
+  ReferenceOptions o;
+  FlceRun const got = run_tessel<float>(p, o);
+  ReferenceResult const want = reference(p, o);
+  EXPECT_TRUE(std::isfinite(got.loss[0]));
+  EXPECT_TRUE(all_close(got.loss, want.loss, {1e-3, 1e-5}));
+}
+
+TEST(FlceForwardF32, ReturnsThePlanItUsed) {
+  Problem const p = random_problem(47, 31, 123, 1u);
+  EXPECT_EQ(run_tessel<float>(p, {}).plan, make_plan(47, 31, 123));
+  EXPECT_EQ(run_tessel<float>(p, {}, 5).plan, make_plan(47, 31, 123, 5));
+}
+
+TEST(FlceForwardF32, StaticShapesGiveTheSameResultsAsRunTimeShapes) {
+  Problem const p = random_problem(24, 8, 40, 6u, true, false, 0.2);
+  ReferenceOptions o;
+  o.label_smoothing = 0.1;
+  FlceRun const dynamic = run_tessel<float>(p, o);
+
+  auto x = to_storage<float>(p.x);
+  auto w = to_storage<float>(p.w);
+  auto b = to_storage<float>(p.bias);
+  std::vector<float> loss(1), dx(24 * 8), dw(40 * 8), db(40);
+  auto xs = make_tensor(x.data(), make_shape(Int<24>{}, Int<8>{}));
+  auto ws = make_tensor(w.data(), make_shape(Int<40>{}, Int<8>{}));
+  auto ys = make_tensor(p.target.data(), make_shape(Int<24>{}));
+  static_assert(decltype(make_plan(Int<24>{}, Int<8>{}, Int<40>{}))::chunk_size == 8);
+  FlcePlan const plan =
+      forward(xs, ws, ys, {.label_smoothing = 0.1, .bias = make_tensor(b.data(), make_shape(40))},
+              {.loss = make_tensor(loss.data(), make_shape(1)),
+               .grad_input = make_tensor(dx.data(), make_shape(Int<24>{}, Int<8>{})),
+               .grad_weight = make_tensor(dw.data(), make_shape(40, 8)),
+               .grad_bias = make_tensor(db.data(), make_shape(40))});
+  EXPECT_EQ(plan, make_plan(24, 8, 40));
+  EXPECT_EQ(to_double(loss), dynamic.loss);
+  EXPECT_EQ(to_double(dx), dynamic.grad_input);
+  EXPECT_EQ(to_double(dw), dynamic.grad_weight);
+  EXPECT_EQ(to_double(db), dynamic.grad_bias);
+}
+
+TEST(FlceForwardF32, ReadsAndWritesStridedViewsAndLeavesTheirGapsAlone) {
+  Problem const p = random_problem(10, 6, 15, 8u, true, true, 0.2);
+  ReferenceOptions o;
+  o.reduction = Reduction::none;
+  ReferenceResult const want = reference(p, o);
+
+  float const gap = -7.0f;
+  std::int64_t const xs = 9, ws = 8, dxs = 11, dws = 7;  // padded row strides
+  std::vector<float> x(10 * xs, gap), w(15 * ws, gap), b(15 * 2, gap), cw(15 * 3, gap);
+  for (int i = 0; i < 10; ++i)
+    for (int k = 0; k < 6; ++k) x[i * xs + k] = static_cast<float>(p.x[i * 6 + k]);
+  for (int j = 0; j < 15; ++j) {
+    for (int k = 0; k < 6; ++k) w[j * ws + k] = static_cast<float>(p.w[j * 6 + k]);
+    b[j * 2] = static_cast<float>(p.bias[j]);
+    cw[j * 3] = static_cast<float>(p.class_weights[j]);
+  }
+  std::vector<std::int64_t> y(10 * 2, -100);
+  for (int i = 0; i < 10; ++i) y[i * 2] = p.target[i];
+  std::vector<float> loss(10 * 3, gap), dx(10 * dxs, gap), dw(15 * dws, gap), db(15 * 2, gap);
+
+  auto strided = [](auto* data, auto rows, auto cols, auto row_stride) {
+    return make_tensor(data, make_layout(make_shape(rows, cols), make_stride(row_stride, 1)));
+  };
+  auto vec = [](auto* data, auto n, auto stride) {
+    return make_tensor(data, make_layout(make_shape(n), make_stride(stride)));
+  };
+  forward(strided(x.data(), 10, 6, xs), strided(w.data(), 15, 6, ws), vec(y.data(), 10, 2),
+          {.reduction = Reduction::none,
+           .class_weights = vec(cw.data(), 15, 3),
+           .bias = vec(b.data(), 15, 2)},
+          {.loss = vec(loss.data(), 10, 3),
+           .grad_input = strided(dx.data(), 10, 6, dxs),
+           .grad_weight = strided(dw.data(), 15, 6, dws),
+           .grad_bias = vec(db.data(), 15, 2)});
+
+  std::vector<double> got_loss, got_dx, got_dw, got_db;
+  for (int i = 0; i < 10; ++i) {
+    got_loss.push_back(loss[i * 3]);
+    EXPECT_EQ(loss[i * 3 + 1], gap);
+    for (int k = 0; k < 6; ++k) got_dx.push_back(dx[i * dxs + k]);
+    for (int k = 6; k < dxs; ++k) EXPECT_EQ(dx[i * dxs + k], gap);
+  }
+  for (int j = 0; j < 15; ++j) {
+    for (int k = 0; k < 6; ++k) got_dw.push_back(dw[j * dws + k]);
+    EXPECT_EQ(dw[j * dws + 6], gap);
+    got_db.push_back(db[j * 2]);
+    EXPECT_EQ(db[j * 2 + 1], gap);
+  }
+  Tolerance const tol = tolerance<float>();
+  EXPECT_TRUE(all_close(got_loss, want.loss, tol));
+  EXPECT_TRUE(all_close(got_dx, want.grad_input, tol));
+  EXPECT_TRUE(all_close(got_dw, want.grad_weight, tol));
+  EXPECT_TRUE(all_close(got_db, want.grad_bias, tol));
+}
+
+TEST(FlceForwardF32, AcceptsInt32TargetsAndOwningTensors) {
+  Problem const p = random_problem(12, 5, 9, 12u);
+  auto x = make_host_tensor<float>(make_shape(12, 5));
+  auto w = make_host_tensor<float>(make_shape(9, 5));
+  auto y = make_host_tensor<std::int32_t>(make_shape(12));
+  for (int i = 0; i < 60; ++i) x[i] = static_cast<float>(p.x[i]);
+  for (int i = 0; i < 45; ++i) w[i] = static_cast<float>(p.w[i]);
+  for (int i = 0; i < 12; ++i) y[i] = static_cast<std::int32_t>(p.target[i]);
+  auto loss = make_host_tensor<float>(make_shape(1));
+  forward(x, w, y, {}, {.loss = loss});
+  EXPECT_TRUE(all_close({loss[0]}, reference(p, {}).loss, tolerance<float>()));
+}
+
+}  // namespace

@@ -1,0 +1,157 @@
+// Runs tessel's host FLCE on a reference Problem in a given storage type and compares results with
+// the float64 reference under per-dtype tolerances.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <tessel/flce/forward.hpp>
+#include <tessel/tensor/tensor.hpp>
+
+#include "reference.hpp"
+
+namespace tessel::flce::test {
+
+// |actual - expected| <= atol + rtol * |expected|, elementwise (numpy.allclose), per dtype.
+// f32 and bf16 are Liger-Kernel's test tolerances; f64 is near its rounding, f16 between.
+struct Tolerance {
+  double atol, rtol;
+};
+template <class T>
+constexpr Tolerance tolerance() {
+  if constexpr (std::is_same_v<T, double>) return {1e-10, 1e-9};
+  if constexpr (std::is_same_v<T, float>) return {1e-5, 5e-4};
+  if constexpr (std::is_same_v<T, half>) return {1e-3, 1e-2};
+  return {5e-3, 5e-2};  // bfloat16
+}
+
+template <class T>
+std::string dtype_label() {
+  return std::string(dtype_name(dtype_of_v<T>));
+}
+
+// Each value rounded to T and back: the reference then sees exactly what tessel computes on, so
+// the comparison measures the computation, not the rounding of the inputs.
+template <class T>
+double round_to(double x) {
+  return static_cast<double>(static_cast<float>(T(static_cast<float>(x))));
+}
+template <>
+inline double round_to<double>(double x) {
+  return x;
+}
+template <>
+inline double round_to<float>(double x) {
+  return static_cast<double>(static_cast<float>(x));
+}
+
+template <class T>
+Problem rounded(Problem p) {
+  for (auto* v : {&p.x, &p.w, &p.bias, &p.class_weights})
+    for (auto& e : *v) e = round_to<T>(e);
+  return p;
+}
+
+template <class T>
+std::vector<T> to_storage(std::vector<double> const& v) {
+  std::vector<T> out;
+  out.reserve(v.size());
+  for (double e : v)
+    out.push_back(T(static_cast<std::conditional_t<std::is_same_v<T, double>, double, float>>(e)));
+  return out;
+}
+
+template <class T>
+std::vector<double> to_double(std::vector<T> const& v) {
+  std::vector<double> out;
+  for (auto const& e : v) out.push_back(static_cast<double>(static_cast<accum_t<T>>(e)));
+  return out;
+}
+
+struct FlceRun {
+  std::vector<double> loss, z_loss, grad_input, grad_weight, grad_bias;
+  FlcePlan plan;
+};
+
+// Which outputs a run asks for.
+struct Wanted {
+  bool loss = true, z_loss = true, grad_input = true, grad_weight = true, grad_bias = true;
+};
+
+// tessel's host forward on problem p (already rounded to T) with options o.
+template <class T>
+FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_size = 0,
+                   Wanted wanted = {}) {
+  using C = accum_t<T>;
+  auto x = to_storage<T>(p.x);
+  auto w = to_storage<T>(p.w);
+  auto bias = to_storage<T>(p.bias);
+  auto cw = to_storage<T>(p.class_weights);
+  std::vector<C> dy_rows(o.grad_output_rows.begin(), o.grad_output_rows.end());
+  std::int64_t const loss_size = o.reduction == Reduction::none ? p.bt : 1;
+  std::vector<C> loss(loss_size), z(loss_size), dw(p.v * p.h), db(p.v);
+  std::vector<T> dx(p.bt * p.h);
+
+  Options<T> opt;
+  opt.reduction = o.reduction;
+  opt.ignore_index = o.ignore_index;
+  opt.label_smoothing = o.label_smoothing;
+  opt.lse_square_scale = o.lse_square_scale;
+  opt.softcap = o.softcap;
+  opt.grad_output = o.grad_output;
+  opt.chunk_size = chunk_size;
+  if (!p.bias.empty()) opt.bias = make_tensor(bias.data(), make_shape(p.v));
+  if (!p.class_weights.empty()) opt.class_weights = make_tensor(cw.data(), make_shape(p.v));
+  if (!dy_rows.empty()) opt.grad_output_rows = make_tensor(dy_rows.data(), make_shape(p.bt));
+
+  Outputs<T> out;
+  if (wanted.loss) out.loss = make_tensor(loss.data(), make_shape(loss_size));
+  if (wanted.z_loss) out.z_loss = make_tensor(z.data(), make_shape(loss_size));
+  if (wanted.grad_input) out.grad_input = make_tensor(dx.data(), make_shape(p.bt, p.h));
+  if (wanted.grad_weight) out.grad_weight = make_tensor(dw.data(), make_shape(p.v, p.h));
+  if (wanted.grad_bias && !p.bias.empty()) out.grad_bias = make_tensor(db.data(), make_shape(p.v));
+
+  FlceRun r;
+  r.plan = forward(make_tensor(x.data(), make_shape(p.bt, p.h)),
+                   make_tensor(w.data(), make_shape(p.v, p.h)),
+                   make_tensor(p.target.data(), make_shape(p.bt)), opt, out);
+  r.loss = to_double(loss);
+  r.z_loss = to_double(z);
+  r.grad_input = to_double(dx);
+  r.grad_weight = to_double(dw);
+  r.grad_bias = to_double(db);
+  return r;
+}
+
+// Elementwise allclose with a readable failure: how many elements are off and the worst one.
+inline ::testing::AssertionResult all_close(std::vector<double> const& actual,
+                                            std::vector<double> const& expected, Tolerance tol) {
+  if (actual.size() != expected.size())
+    return ::testing::AssertionFailure()
+           << "sizes differ: " << actual.size() << " vs " << expected.size();
+  std::size_t bad = 0, worst = 0;
+  double worst_excess = 0;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    double const err = std::abs(actual[i] - expected[i]);
+    double const bound = tol.atol + tol.rtol * std::abs(expected[i]);
+    if (!(err <= bound)) {
+      ++bad;
+      double const excess = std::isnan(err) ? INFINITY : err - bound;
+      if (bad == 1 || excess > worst_excess) {
+        worst = i;
+        worst_excess = excess;
+      }
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << bad << " of " << actual.size() << " elements differ; worst at " << worst << ": "
+         << actual[worst] << " vs " << expected[worst] << " (atol " << tol.atol << ", rtol "
+         << tol.rtol << ")";
+}
+
+}  // namespace tessel::flce::test

@@ -1,0 +1,171 @@
+// The unfused float64 reference FLCE tests compare against: materialize all (BT, V) logits, apply
+// the softcap, take log_softmax, and form the loss the way PyTorch's cross_entropy does (nll_loss
+// plus the label-smoothing term, each normalized by the sum of the non-ignored targets' weights
+// for mean) plus Liger-Kernel's z-loss (normalized by the non-ignored row count for mean). The
+// gradients are derived by hand from those formulas; reference_test.cpp checks them against
+// finite differences of the loss.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <tessel/flce/types.hpp>
+
+namespace tessel::flce::test {
+
+struct Problem {
+  std::int64_t bt = 0, h = 0, v = 0;
+  std::vector<double> x;              // (BT, H)
+  std::vector<double> w;              // (V, H)
+  std::vector<std::int64_t> target;   // (BT)
+  std::vector<double> bias;           // (V) or empty
+  std::vector<double> class_weights;  // (V) or empty
+};
+
+struct ReferenceOptions {
+  Reduction reduction = Reduction::mean;
+  std::int64_t ignore_index = -100;
+  double label_smoothing = 0;
+  double lse_square_scale = 0;
+  double softcap = 0;
+  double grad_output = 1;
+  std::vector<double> grad_output_rows;  // (BT) or empty
+};
+
+struct ReferenceResult {
+  std::vector<double> loss;    // (1) or (BT)
+  std::vector<double> z_loss;  // same
+  std::vector<double> grad_input, grad_weight, grad_bias;
+};
+
+inline ReferenceResult reference(Problem const& p, ReferenceOptions const& o) {
+  auto const bt = p.bt, h = p.h, v = p.v;
+  bool const has_cw = !p.class_weights.empty();
+  auto cw = [&](std::int64_t j) { return has_cw ? p.class_weights[j] : 1.0; };
+  double const eps = o.label_smoothing;
+
+  // Materialized logits, softcapped: z = c tanh(raw / c).
+  std::vector<double> raw(bt * v), z(bt * v);
+  for (std::int64_t i = 0; i < bt; ++i)
+    for (std::int64_t j = 0; j < v; ++j) {
+      double s = p.bias.empty() ? 0.0 : p.bias[j];
+      for (std::int64_t k = 0; k < h; ++k) s += p.x[i * h + k] * p.w[j * h + k];
+      raw[i * v + j] = s;
+      z[i * v + j] = o.softcap > 0 ? o.softcap * std::tanh(s / o.softcap) : s;
+    }
+  std::vector<double> lse(bt), logp(bt * v);
+  for (std::int64_t i = 0; i < bt; ++i) {
+    double m = -INFINITY;
+    for (std::int64_t j = 0; j < v; ++j) m = std::max(m, z[i * v + j]);
+    double s = 0;
+    for (std::int64_t j = 0; j < v; ++j) s += std::exp(z[i * v + j] - m);
+    lse[i] = m + std::log(s);
+    for (std::int64_t j = 0; j < v; ++j) logp[i * v + j] = z[i * v + j] - lse[i];
+  }
+
+  // PyTorch: nll_i = -w[t] logp[t]; smooth_i = -sum_j w_j logp_j; both 0 for ignored rows.
+  std::vector<double> nll(bt, 0.0), smooth(bt, 0.0), zl(bt, 0.0);
+  double target_weight_sum = 0;
+  std::int64_t count = 0;
+  for (std::int64_t i = 0; i < bt; ++i) {
+    auto t = p.target[i];
+    if (t == o.ignore_index) continue;
+    ++count;
+    target_weight_sum += cw(t);
+    nll[i] = -cw(t) * logp[i * v + t];
+    for (std::int64_t j = 0; j < v; ++j) smooth[i] -= cw(j) * logp[i * v + j];
+    zl[i] = o.lse_square_scale * lse[i] * lse[i];
+  }
+  // tessel's rule for a zero divisor: the term contributes 0 (PyTorch: NaN).
+  double const inv_w = target_weight_sum != 0 ? 1.0 / target_weight_sum : 0.0;
+  double const inv_n = count != 0 ? 1.0 / static_cast<double>(count) : 0.0;
+
+  ReferenceResult r;
+  if (o.reduction == Reduction::none) {
+    for (std::int64_t i = 0; i < bt; ++i) {
+      r.loss.push_back((1 - eps) * nll[i] + eps / static_cast<double>(v) * smooth[i] + zl[i]);
+      r.z_loss.push_back(zl[i]);
+    }
+  } else {
+    double nll_sum = 0, smooth_sum = 0, z_sum = 0;
+    for (std::int64_t i = 0; i < bt; ++i) {
+      nll_sum += nll[i];
+      smooth_sum += smooth[i];
+      z_sum += zl[i];
+    }
+    double ce = (1 - eps) * nll_sum + eps / static_cast<double>(v) * smooth_sum;
+    if (o.reduction == Reduction::mean) {
+      ce *= inv_w;
+      z_sum *= inv_n;
+    }
+    r.loss.push_back(ce + z_sum);
+    r.z_loss.push_back(z_sum);
+  }
+
+  // d loss / d raw logits.
+  double weight_total = 0;
+  for (std::int64_t j = 0; j < v; ++j) weight_total += cw(j);
+  std::vector<double> g(bt * v, 0.0);
+  for (std::int64_t i = 0; i < bt; ++i) {
+    auto t = p.target[i];
+    if (t == o.ignore_index) continue;
+    double const dy = o.grad_output_rows.empty() ? o.grad_output : o.grad_output_rows[i];
+    double const ce_scale = dy * (o.reduction == Reduction::mean ? inv_w : 1.0);
+    double const z_scale = dy * (o.reduction == Reduction::mean ? inv_n : 1.0);
+    for (std::int64_t j = 0; j < v; ++j) {
+      double const pj = std::exp(logp[i * v + j]);
+      double const d_nll = cw(t) * (pj - (j == t ? 1.0 : 0.0));
+      double const d_smooth = weight_total * pj - cw(j);
+      double const d_z = 2 * o.lse_square_scale * lse[i] * pj;
+      double dz =
+          ce_scale * ((1 - eps) * d_nll + eps / static_cast<double>(v) * d_smooth) + z_scale * d_z;
+      if (o.softcap > 0) {
+        double const th = std::tanh(raw[i * v + j] / o.softcap);
+        dz *= 1 - th * th;
+      }
+      g[i * v + j] = dz;
+    }
+  }
+  r.grad_input.assign(bt * h, 0.0);
+  r.grad_weight.assign(v * h, 0.0);
+  r.grad_bias.assign(v, 0.0);
+  for (std::int64_t i = 0; i < bt; ++i)
+    for (std::int64_t j = 0; j < v; ++j) {
+      double const gij = g[i * v + j];
+      r.grad_bias[j] += gij;
+      for (std::int64_t k = 0; k < h; ++k) {
+        r.grad_input[i * h + k] += gij * p.w[j * h + k];
+        r.grad_weight[j * h + k] += gij * p.x[i * h + k];
+      }
+    }
+  return r;
+}
+
+// A random problem: inputs ~ N(0, x_scale), weights ~ N(0, w_scale), targets uniform in [0, V),
+// each replaced by ignore_index with probability ignore_fraction.
+inline Problem random_problem(std::int64_t bt, std::int64_t h, std::int64_t v, unsigned seed,
+                              bool bias = false, bool class_weights = false,
+                              double ignore_fraction = 0.0, std::int64_t ignore_index = -100,
+                              double x_scale = 1.0, double w_scale = 0.5) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nx(0.0, x_scale), nw(0.0, w_scale);
+  std::uniform_int_distribution<std::int64_t> classes(0, v - 1);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  Problem p;
+  p.bt = bt;
+  p.h = h;
+  p.v = v;
+  for (std::int64_t i = 0; i < bt * h; ++i) p.x.push_back(nx(rng));
+  for (std::int64_t i = 0; i < v * h; ++i) p.w.push_back(nw(rng));
+  for (std::int64_t i = 0; i < bt; ++i)
+    p.target.push_back(unit(rng) < ignore_fraction ? ignore_index : classes(rng));
+  if (bias)
+    for (std::int64_t j = 0; j < v; ++j) p.bias.push_back(nx(rng));
+  if (class_weights)
+    for (std::int64_t j = 0; j < v; ++j) p.class_weights.push_back(0.25 + 1.5 * unit(rng));
+  return p;
+}
+
+}  // namespace tessel::flce::test
