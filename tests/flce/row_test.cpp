@@ -1,0 +1,234 @@
+// The fused row body on its own: a closed-form example, the sequential (host) context, a block of
+// threads emulating the CUDA block context (strided lanes, a barrier reduction, in-place writes),
+// the 16-bit gradient buffer the CUDA path uses, and the online-softmax combination.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <tessel/flce/detail/sequential_context.hpp>
+#include <tessel/flce/row.hpp>
+
+#include "flce/reference.hpp"
+
+namespace {
+
+using namespace tessel;
+using namespace tessel::flce;
+
+static_assert(std::is_same_v<decltype(flce::detail::SequentialContext::lanes()), Int<1>>);
+
+// A CUDA-like block on the host: `lanes` threads run the body; reduce() publishes each lane's
+// partial, waits for all, combines them in lane order and waits again before the slots are reused.
+class ThreadBlock {
+ public:
+  explicit ThreadBlock(int lanes) : lanes_(lanes), barrier_(lanes), slots_(lanes) {}
+
+  class Context {
+   public:
+    Context(ThreadBlock& block, int lane) : block_(block), lane_(lane) {}
+    index_t lane() const { return lane_; }
+    index_t lanes() const { return block_.lanes_; }
+    template <class T, class Combine>
+    T reduce(T partial, Combine const& combine) const {
+      static_assert(sizeof(T) <= sizeof(Slot) && std::is_trivially_copyable_v<T>);
+      std::memcpy(block_.slots_[lane_].data(), &partial, sizeof(T));
+      block_.barrier_.arrive_and_wait();
+      T total;
+      std::memcpy(&total, block_.slots_[0].data(), sizeof(T));
+      for (int k = 1; k < block_.lanes_; ++k) {
+        T other;
+        std::memcpy(&other, block_.slots_[k].data(), sizeof(T));
+        total = combine(total, other);
+      }
+      block_.barrier_.arrive_and_wait();
+      return total;
+    }
+
+   private:
+    ThreadBlock& block_;
+    int lane_;
+  };
+
+  // Runs body(ctx) on every lane; returns lane 0's result.
+  template <class Body>
+  auto run(Body body) {
+    std::vector<decltype(body(std::declval<Context&>()))> results(lanes_);
+    std::vector<std::thread> threads;
+    for (int k = 0; k < lanes_; ++k)
+      threads.emplace_back([&, k] {
+        Context ctx(*this, k);
+        results[k] = body(ctx);
+      });
+    for (auto& t : threads) t.join();
+    return results[0];
+  }
+
+ private:
+  using Slot = std::array<std::byte, 64>;
+  int lanes_;
+  std::barrier<> barrier_;
+  std::vector<Slot> slots_;
+};
+
+RowConstants<double> constants(double smoothing, double z_scale, double softcap, index_t vocab,
+                               double weight_sum, index_t ignore_index = -100) {
+  RowConstants<double> k;
+  k.ignore_index = ignore_index;
+  k.one_minus_smoothing = 1 - smoothing;
+  k.smoothing_per_class = smoothing / static_cast<double>(vocab);
+  k.lse_square_scale = z_scale;
+  k.softcap = softcap;
+  k.class_weight_sum = weight_sum;
+  k.smoothing = smoothing > 0;
+  return k;
+}
+
+TEST(FusedRow, MatchesAClosedFormThreeClassExample) {
+  double logits[3] = {1.0, 2.0, 3.0};
+  double grad[3];
+  RowRefs<double, double, double> r;
+  r.logits = logits;
+  r.grad = grad;
+  flce::detail::SequentialContext ctx;
+  RowLoss<double> const l = fused_row(ctx, r, 3, 0, constants(0.0, 0.5, 0.0, 3, 3.0), 1.0, 1.0);
+  double const lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  EXPECT_NEAR(l.ce, lse - 1.0, 1e-14);
+  EXPECT_NEAR(l.z, 0.5 * lse * lse, 1e-14);
+  for (int j = 0; j < 3; ++j) {
+    double const p = std::exp(logits[j] - lse);
+    EXPECT_NEAR(grad[j], p - (j == 0 ? 1.0 : 0.0) + 2 * 0.5 * lse * p, 1e-14);
+  }
+}
+
+TEST(FusedRow, AnIgnoredRowHasNoLossAndAZeroGradient) {
+  std::vector<float> logits = {1.0f, -3.0f, 2.0f, 0.5f};
+  std::vector<float> grad(4, 9.0f);
+  RowRefs<float, float, float> r;
+  r.logits = logits.data();
+  r.grad = grad.data();
+  RowConstants<float> k;
+  k.ignore_index = 2;  // inside the vocabulary
+  flce::detail::SequentialContext ctx;
+  RowLoss<float> const l = fused_row(ctx, r, Int<4>{}, 2, k, 1.0f, 1.0f);
+  EXPECT_EQ(l.ce, 0.0f);
+  EXPECT_EQ(l.z, 0.0f);
+  EXPECT_EQ(grad, std::vector<float>(4, 0.0f));
+}
+
+// One row with every option on, through the sequential context (the host path).
+struct RowCase {
+  std::vector<double> logits, bias, class_weights;
+  index_t target;
+  RowConstants<double> k;
+};
+
+RowCase make_case(index_t vocab, unsigned seed) {
+  auto p = flce::test::random_problem(1, 1, vocab, seed, true, true);
+  RowCase c;
+  c.logits = p.w;  // V values ~ N(0, 0.5)
+  for (auto& e : c.logits) e *= 6;
+  c.bias = p.bias;
+  c.class_weights = p.class_weights;
+  c.target = p.target[0];
+  double weight_sum = 0;
+  for (double w : c.class_weights) weight_sum += w;
+  c.k = constants(0.1, 1e-2, 2.5, vocab, weight_sum);
+  return c;
+}
+
+TEST(FusedRow, ABlockOfThreadsGivesTheSequentialResultForAnyLaneCount) {
+  for (index_t vocab : {1, 3, 123}) {
+    RowCase const c = make_case(vocab, 77u + static_cast<unsigned>(vocab));
+    std::vector<double> expected(c.logits);  // in place
+    RowRefs<double, double, double> r;
+    r.logits = expected.data();
+    r.grad = expected.data();
+    r.bias = c.bias.data();
+    r.class_weights = c.class_weights.data();
+    flce::detail::SequentialContext seq;
+    RowLoss<double> const want = fused_row(seq, r, vocab, c.target, c.k, 0.7, 0.3);
+
+    for (int lanes : {2, 4, 7, 32}) {
+      SCOPED_TRACE(testing::Message() << "V " << vocab << ", " << lanes << " lanes");
+      std::vector<double> got(c.logits);
+      ThreadBlock block(lanes);
+      RowLoss<double> const l = block.run([&](ThreadBlock::Context& ctx) {
+        RowRefs<double, double, double> rr = r;
+        rr.logits = got.data();
+        rr.grad = got.data();
+        return fused_row(ctx, rr, vocab, c.target, c.k, 0.7, 0.3);
+      });
+      EXPECT_NEAR(l.ce, want.ce, 1e-12 * std::abs(want.ce) + 1e-14);
+      EXPECT_NEAR(l.z, want.z, 1e-12 * std::abs(want.z) + 1e-14);
+      for (index_t j = 0; j < vocab; ++j) ASSERT_NEAR(got[j], expected[j], 1e-14) << j;
+    }
+  }
+}
+
+// The CUDA path for 16-bit storage: f32 logits, the gradient written to a separate bf16 buffer.
+// Each element must be the bf16 rounding of the f32 gradient.
+TEST(FusedRow, WritesA16BitGradientAsTheRoundedF32Gradient) {
+  index_t const vocab = 50;
+  RowCase const c = make_case(vocab, 5u);
+  std::vector<float> logits(c.logits.begin(), c.logits.end());
+  std::vector<bfloat16> bias, weights;
+  for (double b : c.bias) bias.push_back(bfloat16(static_cast<float>(b)));
+  for (double w : c.class_weights) weights.push_back(bfloat16(static_cast<float>(w)));
+  RowConstants<float> k;
+  k.one_minus_smoothing = 0.9f;
+  k.smoothing_per_class = 0.1f / vocab;
+  k.smoothing = true;
+  k.class_weight_sum = 0;
+  for (auto w : weights) k.class_weight_sum += static_cast<float>(w);
+
+  std::vector<float> wide(vocab);
+  std::vector<bfloat16> narrow(vocab);
+  RowRefs<float, float, bfloat16> r1{logits.data(), wide.data(), bias.data(), 1, weights.data(), 1};
+  RowRefs<float, bfloat16, bfloat16> r2{
+      logits.data(), narrow.data(), bias.data(), 1, weights.data(), 1};
+  flce::detail::SequentialContext ctx;
+  RowLoss<float> const a = fused_row(ctx, r1, vocab, c.target, k, 1.0f, 1.0f);
+  RowLoss<float> const b = fused_row(ctx, r2, vocab, c.target, k, 1.0f, 1.0f);
+  EXPECT_EQ(a.ce, b.ce);
+  for (index_t j = 0; j < vocab; ++j) ASSERT_EQ(narrow[j].bits, bfloat16(wide[j]).bits) << j;
+}
+
+TEST(CombineSoftmax, AnEmptyStateIsTheIdentity) {
+  SoftmaxPartial<float> empty{};
+  SoftmaxPartial<float> s{2.0f, 1.5f, -3.0f};
+  for (auto r : {CombineSoftmax{}(empty, s), CombineSoftmax{}(s, empty)}) {
+    EXPECT_EQ(r.max, s.max);
+    EXPECT_EQ(r.sum, s.sum);
+    EXPECT_EQ(r.weighted_sum, s.weighted_sum);
+  }
+  auto both = CombineSoftmax{}(empty, empty);
+  EXPECT_EQ(both.sum, 0.0f);
+  EXPECT_FALSE(std::isnan(both.sum));
+}
+
+TEST(CombineSoftmax, CombiningTwoHalvesGivesTheWholeRow) {
+  std::vector<double> z = {0.5, -1.0, 4.0, 2.0, 3.5, -7.0};
+  auto state = [&](std::size_t from, std::size_t to) {
+    SoftmaxPartial<double> s;
+    for (std::size_t j = from; j < to; ++j) s.max = std::max(s.max, z[j]);
+    for (std::size_t j = from; j < to; ++j) {
+      s.sum += std::exp(z[j] - s.max);
+      s.weighted_sum += z[j];
+    }
+    return s;
+  };
+  auto const whole = state(0, 6);
+  for (auto r :
+       {CombineSoftmax{}(state(0, 2), state(2, 6)), CombineSoftmax{}(state(2, 6), state(0, 2))}) {
+    EXPECT_EQ(r.max, whole.max);
+    EXPECT_NEAR(r.sum, whole.sum, 1e-15);
+    EXPECT_NEAR(r.weighted_sum, whole.weighted_sum, 1e-15);
+  }
+}
+
+}  // namespace
