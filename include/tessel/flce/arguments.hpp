@@ -51,11 +51,22 @@ index_t stride_of(X const& t) {
 
 }  // namespace detail
 
+namespace detail {
+template <class X, int R, class T, class Space>
+consteval bool is_tensor_argument() {
+  using U = std::remove_cvref_t<X>;
+  if constexpr (!TensorType<U>) {
+    return false;
+  } else {
+    return flat_rank<U>() == R && std::is_convertible_v<typename U::pointer, T*> &&
+           std::is_same_v<typename U::space, Space>;
+  }
+}
+}  // namespace detail
+
 // A flat rank-R tessel tensor whose elements can be used as T (T may add const) in Space.
 template <class X, int R, class T, class Space>
-concept TensorArgument = TensorType<X> && detail::flat_rank<std::remove_cvref_t<X>>()
-== R&& std::is_convertible_v<typename std::remove_cvref_t<X>::pointer, T*>&&
-        std::same_as<typename std::remove_cvref_t<X>::space, Space>;
+concept TensorArgument = detail::is_tensor_argument<X, R, T, Space>();
 
 // (size) elements at data[i * stride].
 template <class T, MemorySpace Space = HostSpace>

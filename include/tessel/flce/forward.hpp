@@ -17,8 +17,10 @@
 #include "../tensor/memory_space.hpp"
 #include "../tensor/tensor.hpp"
 #include "arguments.hpp"
+#include "call.hpp"
 #include "detail/openmp.hpp"
 #include "detail/sequential_context.hpp"
+#include "loop_bodies.hpp"
 #include "options.hpp"
 #include "plan.hpp"
 #include "row.hpp"
@@ -27,40 +29,7 @@
 
 namespace tessel::flce {
 
-// The input or weight of an FLCE call in Space: a flat 2-D tensor of an Element type.
-template <class X, class Space>
-concept MatrixTensor = TensorType<X> && detail::flat_rank<std::remove_cvref_t<X>>()
-== 2 && Element<typename std::remove_cvref_t<X>::value_type>&&
-            std::same_as<typename std::remove_cvref_t<X>::space, Space>;
-
-// The targets of an FLCE call in Space: a flat 1-D tensor of 32- or 64-bit signed integers.
-template <class Y, class Space>
-concept TargetTensor = TensorType<Y> && detail::flat_rank<std::remove_cvref_t<Y>>()
-== 1 && TargetElement<typename std::remove_cvref_t<Y>::value_type>&&
-            std::same_as<typename std::remove_cvref_t<Y>::space, Space>;
-
-template <class X>
-using tensor_value_t = typename std::remove_cvref_t<X>::value_type;
-
 namespace detail {
-
-template <class X, class W>
-struct SameElement {
-  static_assert(std::is_same_v<tensor_value_t<X>, tensor_value_t<W>>,
-                "tessel: FLCE's input and weight must have the same element type.");
-  static constexpr bool ok = true;
-};
-
-// The plan of a call: static when every extent is static and no chunk size is forced.
-template <class X, class W>
-auto plan_for(X const& input, W const& weight, index_t forced_chunk) {
-  auto bt = get<0>(input.shape());
-  auto h = get<1>(input.shape());
-  auto v = get<0>(weight.shape());
-  if (forced_chunk > 0)
-    return FlcePlan(make_plan(to_index(bt), to_index(h), to_index(v), forced_chunk));
-  return FlcePlan(make_plan(bt, h, v));
-}
 
 struct AlignedFree {
   void operator()(void* p) const noexcept { std::free(p); }
@@ -91,14 +60,6 @@ MutableMap<C> mutable_map(C* data, index_t rows, index_t cols, index_t row_strid
   return MutableMap<C>(data, rows, cols, Eigen::OuterStride<>(row_stride > 0 ? row_stride : cols));
 }
 
-// Host twin of the CUDA grad_bias kernel: out[j] += sum over rows of g(i, j).
-template <class C>
-TESSEL_HOST_DEVICE inline C column_sum(C const* g, index_t rows, index_t ld, index_t j) {
-  C s = 0;
-  for (index_t i = 0; i < rows; ++i) s += g[i * ld + j];
-  return s;
-}
-
 // Rounds (rows, cols) values of src into the storage type of dst (or copies them).
 template <class D, class S>
 void convert_rows(D* dst, index_t dst_stride, S const* src, index_t src_stride, index_t rows,
@@ -110,32 +71,12 @@ void convert_rows(D* dst, index_t dst_stride, S const* src, index_t src_stride, 
           static_cast<D>(static_cast<accum_t<std::remove_cv_t<S>>>(src[i * src_stride + j]));
 }
 
-// The mean's divisors as multipliers: 1/divisor, or 0 when the divisor is 0 (all rows ignored:
-// loss 0 and zero gradients, where PyTorch gives NaN).
-inline double inverse_or_zero(double divisor) {
-  return divisor != 0.0 ? 1.0 / divisor : 0.0;
-}
-
-template <class C>
-RowConstants<C> row_constants(double label_smoothing, double lse_square_scale, double softcap,
-                              index_t ignore_index, index_t vocab, double class_weight_sum) {
-  RowConstants<C> k;
-  k.ignore_index = ignore_index;
-  k.one_minus_smoothing = static_cast<C>(1.0 - label_smoothing);
-  k.smoothing_per_class = static_cast<C>(label_smoothing / static_cast<double>(vocab));
-  k.lse_square_scale = static_cast<C>(lse_square_scale);
-  k.softcap = static_cast<C>(softcap);
-  k.class_weight_sum = static_cast<C>(class_weight_sum);
-  k.smoothing = label_smoothing > 0.0;
-  return k;
-}
-
 // The host chunk loop. Everything has been validated; this writes the outputs.
 template <class T, class Y, Integer Vocab>
 void run_host(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, HostSpace> const& x,
               MatrixArg<T const, HostSpace> const& w, VectorArg<Y const, HostSpace> const& y,
               Options<T, HostSpace> const& o, Outputs<T, HostSpace> const& out,
-              TargetCounts const& counts) {
+              TargetSummary const& summary) {
   using C = accum_t<T>;
   constexpr bool narrow = is_narrow_v<T>;
   index_t const bt = plan.bt, h = plan.hidden, v = plan.vocab;
@@ -146,17 +87,9 @@ void run_host(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, HostS
   C* row_loss = reinterpret_cast<C*>(base + layout.row_loss);  // (BT)
   C* row_z = reinterpret_cast<C*>(base + layout.row_z);        // (BT)
 
-  double class_weight_sum = static_cast<double>(v);
-  if (o.class_weights.present) {
-    class_weight_sum = 0;
-    for (index_t j = 0; j < v; ++j)
-      class_weight_sum += static_cast<double>(static_cast<C>(o.class_weights[j]));
-  }
   RowConstants<C> const k = row_constants<C>(o.label_smoothing, o.lse_square_scale, o.softcap,
-                                             o.ignore_index, v, class_weight_sum);
-  bool const mean = o.reduction == Reduction::mean;
-  double const inv_w = mean ? inverse_or_zero(counts.weight_sum) : 1.0;
-  double const inv_n = mean ? inverse_or_zero(static_cast<double>(counts.count)) : 1.0;
+                                             o.ignore_index, v, summary.class_weight_sum);
+  LossScales const scales = loss_scales(summary, o.reduction);
   bool const grads = out.wants_gradients();
 
   // The weight as the GEMMs read it: the caller's memory, or (16-bit) a float copy made once.
@@ -204,7 +137,7 @@ void run_host(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, HostS
       refs.class_weight_stride = o.class_weights.stride;
       SequentialContext ctx;
       RowLoss<C> const l = fused_row(ctx, refs, vocab_extent, static_cast<index_t>(y[row]), k,
-                                     static_cast<C>(dy * inv_w), static_cast<C>(dy * inv_n));
+                                     static_cast<C>(dy * scales.ce), static_cast<C>(dy * scales.z));
       row_loss[row] = l.ce;
       row_z[row] = l.z;
     }
@@ -221,7 +154,7 @@ void run_host(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, HostS
     }
     if (out.grad_bias.present) {
       TESSEL_FLCE_PARALLEL_FOR(rows * v)
-      for (index_t j = 0; j < v; ++j) out.grad_bias[j] += column_sum(logits, rows, v, j);
+      for (index_t j = 0; j < v; ++j) out.grad_bias[j] += column_sum<C>(logits, rows, v, j);
     }
     if (out.grad_input.present) {
       if constexpr (narrow) {
@@ -236,21 +169,9 @@ void run_host(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, HostS
     }
   }
 
-  // Rows are summed in order, in double, so the result does not depend on the thread count.
-  if (o.reduction == Reduction::none) {
-    for (index_t i = 0; i < bt; ++i) {
-      if (out.loss.present) out.loss[i] = row_loss[i] + row_z[i];
-      if (out.z_loss.present) out.z_loss[i] = row_z[i];
-    }
-  } else {
-    double ce = 0, z = 0;
-    for (index_t i = 0; i < bt; ++i) {
-      ce += static_cast<double>(row_loss[i]);
-      z += static_cast<double>(row_z[i]);
-    }
-    if (out.loss.present) out.loss[0] = static_cast<C>(ce * inv_w + z * inv_n);
-    if (out.z_loss.present) out.z_loss[0] = static_cast<C>(z * inv_n);
-  }
+  SequentialContext ctx;
+  finalize_losses(ctx, row_loss, row_z, bt, o.reduction, scales, out.loss.data, out.loss.stride,
+                  out.z_loss.data, out.z_loss.stride);
 }
 
 }  // namespace detail
@@ -275,9 +196,14 @@ requires MatrixTensor<X, HostSpace> && MatrixTensor<W, HostSpace> && TargetTenso
   VectorArg<TargetT const, HostSpace> const y(target);
   detail::validate_call(x, w, y, options, outputs);
   FlcePlan const plan = detail::plan_for(input, weight, options.chunk_size);
-  detail::TargetCounts const counts =
-      detail::count_targets(y, w.rows, options.ignore_index, options.class_weights);
-  detail::run_host(plan, get<0>(weight.shape()), x, w, y, options, outputs, counts);
+  detail::SequentialContext ctx;
+  TargetSummary const summary =
+      summarize_targets(ctx, y.data, y.stride, y.size, w.rows, options.ignore_index,
+                        options.class_weights.data, options.class_weights.stride);
+  if (summary.first_bad_row >= 0)
+    detail::fail_bad_target(static_cast<index_t>(y[summary.first_bad_row]), summary.first_bad_row,
+                            w.rows, options.ignore_index);
+  detail::run_host(plan, get<0>(weight.shape()), x, w, y, options, outputs, summary);
   return plan;
 }
 

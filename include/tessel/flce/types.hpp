@@ -14,10 +14,14 @@
 namespace tessel::flce {
 
 // A storage type FLCE computes on: float, double, tessel::half or tessel::bfloat16.
+namespace detail {
 template <class T>
-concept Element = std::same_as < std::remove_cv_t<T>,
-float > || std::same_as<std::remove_cv_t<T>, double> || std::same_as<std::remove_cv_t<T>, half> ||
-    std::same_as<std::remove_cv_t<T>, bfloat16>;
+inline constexpr bool is_element_v = std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                                     std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+}  // namespace detail
+
+template <class T>
+concept Element = detail::is_element_v<std::remove_cv_t<T>>;
 
 // A target (class index) type: any signed integer of 32 or 64 bits.
 template <class T>

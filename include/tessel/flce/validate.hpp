@@ -127,33 +127,10 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
   }
 }
 
-// Sums over the non-ignored targets, for the mean's divisors.
-struct TargetCounts {
-  double weight_sum = 0;  // sum of the non-ignored targets' class weights (their count without)
-  index_t count = 0;      // non-ignored rows
-};
-
-inline void fail_bad_target(index_t value, index_t row, index_t vocab, index_t ignore_index) {
+[[noreturn]] inline void fail_bad_target(index_t value, index_t row, index_t vocab,
+                                         index_t ignore_index) {
   fail(tessel::detail::sentence("target ", value, " at row ", row, " is outside [0, ", vocab,
                                 ") and is not ignore_index (", ignore_index, ")."));
-}
-
-// Checks every target of host memory and sums what the mean divides by.
-template <class Y, class T>
-TargetCounts count_targets(VectorArg<Y const, HostSpace> const& y, index_t vocab,
-                           index_t ignore_index,
-                           VectorArg<T const, HostSpace> const& class_weights) {
-  TargetCounts c;
-  for (index_t i = 0; i < y.size; ++i) {
-    index_t const t = static_cast<index_t>(y[i]);
-    if (t == ignore_index) continue;
-    if (t < 0 || t >= vocab) fail_bad_target(t, i, vocab, ignore_index);
-    ++c.count;
-    c.weight_sum += class_weights.present
-                        ? static_cast<double>(static_cast<accum_t<T>>(class_weights[t]))
-                        : 1.0;
-  }
-  return c;
 }
 
 }  // namespace tessel::flce::detail

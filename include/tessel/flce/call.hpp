@@ -1,0 +1,79 @@
+// What every FLCE entry point (host forward, CUDA forward) shares: the tensor concepts of its
+// arguments, the plan of a call and the per-call row constants.
+#pragma once
+
+#include <type_traits>
+
+#include "../core/int.hpp"
+#include "../tensor/tensor.hpp"
+#include "arguments.hpp"
+#include "plan.hpp"
+#include "row.hpp"
+#include "types.hpp"
+
+namespace tessel::flce {
+
+namespace detail {
+template <class X, class Space, int Rank>
+consteval bool is_call_tensor() {
+  using U = std::remove_cvref_t<X>;
+  if constexpr (!TensorType<U>) {
+    return false;
+  } else if constexpr (flat_rank<U>() != Rank || !std::is_same_v<typename U::space, Space>) {
+    return false;
+  } else if constexpr (Rank == 2) {
+    return Element<typename U::value_type>;
+  } else {
+    return TargetElement<typename U::value_type>;
+  }
+}
+}  // namespace detail
+
+// The input or weight of an FLCE call in Space: a flat 2-D tensor of an Element type.
+template <class X, class Space>
+concept MatrixTensor = detail::is_call_tensor<X, Space, 2>();
+
+// The targets of an FLCE call in Space: a flat 1-D tensor of 32- or 64-bit signed integers.
+template <class Y, class Space>
+concept TargetTensor = detail::is_call_tensor<Y, Space, 1>();
+
+template <class X>
+using tensor_value_t = typename std::remove_cvref_t<X>::value_type;
+
+namespace detail {
+
+template <class X, class W>
+struct SameElement {
+  static_assert(std::is_same_v<tensor_value_t<X>, tensor_value_t<W>>,
+                "tessel: FLCE's input and weight must have the same element type.");
+  static constexpr bool ok = true;
+};
+
+// The plan of a call: static when every extent is static and no chunk size is forced.
+template <class X, class W>
+auto plan_for(X const& input, W const& weight, index_t forced_chunk) {
+  auto bt = get<0>(input.shape());
+  auto h = get<1>(input.shape());
+  auto v = get<0>(weight.shape());
+  if (forced_chunk > 0)
+    return FlcePlan(make_plan(to_index(bt), to_index(h), to_index(v), forced_chunk));
+  return FlcePlan(make_plan(bt, h, v));
+}
+
+template <class C>
+RowConstants<C> row_constants(double label_smoothing, double lse_square_scale, double softcap,
+                              index_t ignore_index, index_t vocab, double class_weight_sum) {
+  RowConstants<C> k;
+  k.ignore_index = ignore_index;
+  k.one_minus_smoothing = static_cast<C>(1.0 - label_smoothing);
+  k.smoothing_per_class = static_cast<C>(label_smoothing / static_cast<double>(vocab));
+  k.lse_square_scale = static_cast<C>(lse_square_scale);
+  k.softcap = static_cast<C>(softcap);
+  k.class_weight_sum = static_cast<C>(class_weight_sum);
+  k.smoothing = label_smoothing > 0.0;
+  return k;
+}
+
+}  // namespace detail
+
+}  // namespace tessel::flce

@@ -1,0 +1,125 @@
+// The FLCE chunk loop's small kernel bodies besides the row body, shared by the host path
+// (sequential context) and the CUDA kernels (block context): the target summary taken before the
+// loop (mean divisors, first invalid target), the grad_bias column sums, and the final loss
+// reduction taken after it.
+#pragma once
+
+#include "../core/config.hpp"
+#include "../core/int.hpp"
+#include "types.hpp"
+
+namespace tessel::flce {
+
+// What the mean divides by, and the first invalid target.
+struct TargetSummary {
+  double weight_sum = 0;        // sum of the non-ignored targets' class weights (count without)
+  double class_weight_sum = 0;  // sum_j w_j over the vocabulary (V without class weights)
+  index_t count = 0;            // non-ignored rows
+  index_t first_bad_row = -1;   // smallest row whose target is invalid; -1 if none
+};
+
+struct CombineTargetSummary {
+  TESSEL_HOST_DEVICE TargetSummary operator()(TargetSummary a, TargetSummary const& b) const {
+    a.weight_sum += b.weight_sum;
+    a.class_weight_sum += b.class_weight_sum;
+    a.count += b.count;
+    if (b.first_bad_row >= 0 && (a.first_bad_row < 0 || b.first_bad_row < a.first_bad_row))
+      a.first_bad_row = b.first_bad_row;
+    return a;
+  }
+};
+
+// Every lane's share of the targets and class weights, combined over lanes.
+// @post every lane gets the whole summary
+template <class Ctx, class Y, class T>
+TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx& ctx, Y const* target, index_t target_stride,
+                                                   index_t bt, index_t vocab, index_t ignore_index,
+                                                   T const* class_weights,
+                                                   index_t class_weight_stride) {
+  using C = accum_t<T>;
+  TargetSummary s;
+  for (index_t i = ctx.lane(); i < bt; i += ctx.lanes()) {
+    index_t const t = static_cast<index_t>(target[i * target_stride]);
+    if (t == ignore_index) continue;
+    if (t < 0 || t >= vocab) {
+      if (s.first_bad_row < 0) s.first_bad_row = i;  // a lane visits its rows in order
+      continue;
+    }
+    ++s.count;
+    s.weight_sum +=
+        class_weights != nullptr
+            ? static_cast<double>(static_cast<C>(class_weights[t * class_weight_stride]))
+            : 1.0;
+  }
+  if (class_weights != nullptr) {
+    for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes())
+      s.class_weight_sum +=
+          static_cast<double>(static_cast<C>(class_weights[j * class_weight_stride]));
+  } else if (ctx.lane() == 0) {
+    s.class_weight_sum = static_cast<double>(vocab);
+  }
+  return ctx.reduce(s, CombineTargetSummary{});
+}
+
+// The mean's divisors as multipliers: 1/divisor, or 0 when the divisor is 0 (every row ignored:
+// loss 0 and zero gradients, where PyTorch gives NaN). Other reductions do not divide.
+struct LossScales {
+  double ce = 1;  // multiplies the cross-entropy terms
+  double z = 1;   // multiplies the z-loss terms
+};
+
+TESSEL_HOST_DEVICE inline LossScales loss_scales(TargetSummary const& s, Reduction r) {
+  LossScales k;
+  if (r == Reduction::mean) {
+    k.ce = s.weight_sum != 0 ? 1.0 / s.weight_sum : 0.0;
+    k.z = s.count != 0 ? 1.0 / static_cast<double>(s.count) : 0.0;
+  }
+  return k;
+}
+
+// Column j's sum over `rows` rows of g (leading dimension ld), in C.
+template <class C, class G>
+TESSEL_HOST_DEVICE C column_sum(G const* g, index_t rows, index_t ld, index_t j) {
+  C s = 0;
+  for (index_t i = 0; i < rows; ++i) s += static_cast<C>(g[i * ld + j]);
+  return s;
+}
+
+struct LossSums {
+  double ce = 0;
+  double z = 0;
+};
+struct CombineLossSums {
+  TESSEL_HOST_DEVICE LossSums operator()(LossSums a, LossSums const& b) const {
+    a.ce += b.ce;
+    a.z += b.z;
+    return a;
+  }
+};
+
+// Writes the loss outputs from the per-row terms: per row for none (loss = ce + z), otherwise
+// the scaled sums (accumulated in double). loss / z_loss may be null (not wanted).
+template <class Ctx, class C>
+TESSEL_HOST_DEVICE void finalize_losses(Ctx& ctx, C const* row_ce, C const* row_z, index_t bt,
+                                        Reduction reduction, LossScales scales, C* loss,
+                                        index_t loss_stride, C* z_loss, index_t z_stride) {
+  if (reduction == Reduction::none) {
+    for (index_t i = ctx.lane(); i < bt; i += ctx.lanes()) {
+      if (loss != nullptr) loss[i * loss_stride] = row_ce[i] + row_z[i];
+      if (z_loss != nullptr) z_loss[i * z_stride] = row_z[i];
+    }
+    return;
+  }
+  LossSums s;
+  for (index_t i = ctx.lane(); i < bt; i += ctx.lanes()) {
+    s.ce += static_cast<double>(row_ce[i]);
+    s.z += static_cast<double>(row_z[i]);
+  }
+  s = ctx.reduce(s, CombineLossSums{});
+  if (ctx.lane() == 0) {
+    if (loss != nullptr) *loss = static_cast<C>(s.ce * scales.ce + s.z * scales.z);
+    if (z_loss != nullptr) *z_loss = static_cast<C>(s.z * scales.z);
+  }
+}
+
+}  // namespace tessel::flce
