@@ -428,8 +428,9 @@ inline std::string safetensors_header_for(SafetensorsFile const& file, std::stri
     if (t.name == "__metadata__") {
       fail_write(what, "\"__metadata__\" is reserved for the metadata and cannot name a tensor");
     }
-    if (!names.insert(t.name).second)
+    if (!names.insert(t.name).second) {
       fail_write(what, "two tensors are named ", json_quoted(t.name));
+    }
     check_utf8(t.name, "the tensor name");
     if (dtype_size(t.dtype) == 0) {
       fail_write(what, "tensor ", json_quoted(t.name), " has the invalid dtype value ",
@@ -457,6 +458,11 @@ inline std::string safetensors_header_for(SafetensorsFile const& file, std::stri
   }
   std::string header = root.dump();
   header.append((8 - header.size() % 8) % 8, ' ');
+  // Readers (the reference one included) refuse such a file, so do not write it.
+  if (header.size() > safetensors_max_header) {
+    fail_write(what, "its header would be ", header.size(), " bytes, over the limit of ",
+               safetensors_max_header, " bytes that readers accept");
+  }
   return header;
 }
 
