@@ -8,4 +8,7 @@ namespace tessel::cli {
 // `tessel plan ...`: layout plans as JSON.
 void add_plan_commands(CLI::App& app);
 
+// `tessel plan flce` (under the existing `plan`, so after add_plan_commands) and `tessel flce`.
+void add_flce_commands(CLI::App& app);
+
 }  // namespace tessel::cli

@@ -1,0 +1,413 @@
+// `tessel plan flce` (the FLCE chunk plan as JSON) and `tessel flce` (the loss and gradients of
+// cross_entropy(input @ weight.T + bias, target) over .npy files, for cross-checking tessel
+// against PyTorch). Errors are one sentence; on any error no output file is left behind.
+
+// GCC 12 at -O3 reports false -Wfree-nonheap-object / -Wrestrict warnings (GCC 12 false
+// positives, e.g. bug 105329) inside std::vector and std::string code inlined from io's .npy
+// header; the io layer is not ours to change, so they are silenced for this file.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wfree-nonheap-object"
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <tessel/core/dtype.hpp>
+#include <tessel/core/error.hpp>
+#include <tessel/flce/forward.hpp>
+#include <tessel/flce/plan.hpp>
+#include <tessel/io/npy.hpp>
+#include <tessel/tensor/tensor.hpp>
+
+#include "cli_support.hpp"
+#include "commands.hpp"
+#include "flce_job.hpp"
+
+namespace tessel::cli {
+
+namespace {
+
+using tessel::detail::sentence;
+using tessel::detail::throw_error;
+
+// ---- plan flce ----
+
+struct PlanFlceOptions {
+  std::string bt, hidden, vocab;
+  std::string dtype = "f32";
+  std::string device = "cuda";
+  std::string chunk_size;
+};
+
+flce::Device parse_device(std::string_view text, std::string_view option) {
+  if (text == "cuda") return flce::Device::cuda;
+  if (text == "host") return flce::Device::host;
+  throw_error(sentence(option, ": \"", text, "\" is not a device; use host or cuda."));
+}
+
+DType parse_flce_dtype(std::string_view text) {
+  DType const d = parse_dtype(text);
+  if (d != DType::f32 && d != DType::f64 && d != DType::f16 && d != DType::bf16)
+    throw_error(
+        sentence("--dtype: FLCE computes on f32, f64, f16 or bf16, not ", dtype_name(d), "."));
+  return d;
+}
+
+void run_plan_flce(PlanFlceOptions const& o) {
+  auto const bt = parse_integer(o.bt, "--bt");
+  auto const h = parse_integer(o.hidden, "--hidden");
+  auto const v = parse_integer(o.vocab, "--vocab");
+  DType const dtype = parse_flce_dtype(o.dtype);
+  flce::Device const device = parse_device(o.device, "--device");
+  flce::FlcePlan const plan =
+      o.chunk_size.empty() ? flce::make_plan(bt, h, v)
+                           : flce::make_plan(bt, h, v, parse_integer(o.chunk_size, "--chunk-size"));
+  std::cout << json_line({{"chunk_size", plan.chunk_size},
+                          {"num_chunks", plan.num_chunks},
+                          {"scratch_bytes", plan.scratch_bytes(dtype, device)}})
+            << '\n';
+}
+
+// ---- flce ----
+
+struct FlceOptions {
+  std::string input, weight, target, bias, class_weights;
+  std::string reduction = "mean";
+  std::string ignore_index = "-100";
+  std::string label_smoothing = "0", lse_square_scale = "0", softcap = "0";
+  std::string dtype = "f32";
+  std::string grad_output;
+  std::string device = "host";
+  std::string loss_out, z_loss_out, grad_input_out, grad_weight_out, grad_bias_out;
+};
+
+double parse_number(std::string_view text, std::string_view option) {
+  double value = 0;
+  auto const* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc{} || ptr != end)
+    throw_error(sentence(option, ": \"", text, "\" is not a number."));
+  return value;
+}
+
+std::string shape_text(std::vector<std::int64_t> const& shape) {
+  return tessel::detail::io::shape_repr(shape);
+}
+
+// A float32/float64 array of the given rank, read from `path` (named by `option` in errors).
+NpyArray read_float_array(std::string const& path, char const* option, std::size_t rank,
+                          char const* what) {
+  NpyArray a = read_npy(path);
+  if (a.dtype != DType::f32 && a.dtype != DType::f64)
+    throw_error(sentence(option, " ", path, " holds ", dtype_name(a.dtype),
+                         "; FLCE reads float32 or float64 arrays."));
+  if (a.shape.size() != rank)
+    throw_error(sentence(option, " ", path, " has shape ", shape_text(a.shape), "; FLCE needs ",
+                         what, "."));
+  return a;
+}
+
+template <class T>
+std::vector<T> as_storage(NpyArray const& a) {
+  if constexpr (std::is_same_v<T, double>) {
+    return a.as<double>();
+  } else {
+    // float64 files round once, to float, then (16-bit) to T.
+    std::vector<float> f = a.as<float>();
+    std::vector<T> out;
+    out.reserve(f.size());
+    for (float x : f) out.push_back(T(x));
+    return out;
+  }
+}
+
+// Output files are first written as "<path>.partial" and renamed only once every one has been
+// written, so a failure leaves none behind.
+class OutputSet {
+ public:
+  void add(std::string const& path, DType dtype, std::vector<std::int64_t> shape,
+           std::vector<std::byte> bytes) {
+    pending_.push_back({path, dtype, std::move(shape), std::move(bytes)});
+  }
+  void commit() {
+    std::vector<std::filesystem::path> written;
+    try {
+      for (auto const& p : pending_) {
+        std::filesystem::path partial = p.path + ".partial";
+        write_npy(partial, p.dtype, p.shape, p.bytes.data());
+        written.push_back(partial);
+      }
+    } catch (...) {
+      std::error_code ignored;
+      for (auto const& w : written) std::filesystem::remove(w, ignored);
+      throw;
+    }
+    for (std::size_t i = 0; i < pending_.size(); ++i) {
+      std::error_code ec;
+      std::filesystem::rename(written[i], pending_[i].path, ec);
+      if (ec) {
+        std::error_code ignored;
+        for (std::size_t k = i; k < written.size(); ++k)
+          std::filesystem::remove(written[k], ignored);
+        throw_error(sentence("cannot rename ", written[i].string(), " to ", pending_[i].path, ": ",
+                             ec.message(), "."));
+      }
+    }
+  }
+
+ private:
+  struct Pending {
+    std::string path;
+    DType dtype;
+    std::vector<std::int64_t> shape;
+    std::vector<std::byte> bytes;
+  };
+  std::vector<Pending> pending_;
+};
+
+// Values as the output dtype (float32, or float64 for --dtype f64), as bytes.
+template <class Out, class V>
+std::vector<std::byte> output_bytes(std::vector<V> const& values) {
+  std::vector<std::byte> bytes(values.size() * sizeof(Out));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    Out const x = static_cast<Out>(static_cast<flce::accum_t<V>>(values[i]));
+    std::memcpy(bytes.data() + i * sizeof(Out), &x, sizeof(Out));
+  }
+  return bytes;
+}
+
+template <class T>
+void run_host(FlceJob<T>& job) {
+  using C = flce::accum_t<T>;
+  flce::Options<T> o;
+  o.reduction = job.reduction;
+  o.ignore_index = job.ignore_index;
+  o.label_smoothing = job.label_smoothing;
+  o.lse_square_scale = job.lse_square_scale;
+  o.softcap = job.softcap;
+  o.grad_output = job.grad_output;
+  if (!job.bias.empty()) o.bias = make_tensor(job.bias.data(), make_shape(job.vocab));
+  if (!job.class_weights.empty())
+    o.class_weights = make_tensor(job.class_weights.data(), make_shape(job.vocab));
+  if (!job.grad_output_rows.empty())
+    o.grad_output_rows =
+        make_tensor(static_cast<C const*>(job.grad_output_rows.data()), make_shape(job.bt));
+  flce::Outputs<T> out;
+  out.loss = make_tensor(job.loss.data(), make_shape(job.loss_size()));
+  if (job.want_z_loss) out.z_loss = make_tensor(job.z_loss.data(), make_shape(job.loss_size()));
+  if (job.want_grad_input)
+    out.grad_input = make_tensor(job.grad_input.data(), make_shape(job.bt, job.hidden));
+  if (job.want_grad_weight)
+    out.grad_weight = make_tensor(job.grad_weight.data(), make_shape(job.vocab, job.hidden));
+  if (job.want_grad_bias) out.grad_bias = make_tensor(job.grad_bias.data(), make_shape(job.vocab));
+  flce::forward(
+      make_tensor(static_cast<T const*>(job.input.data()), make_shape(job.bt, job.hidden)),
+      make_tensor(static_cast<T const*>(job.weight.data()), make_shape(job.vocab, job.hidden)),
+      make_tensor(static_cast<std::int64_t const*>(job.target.data()), make_shape(job.bt)), o, out);
+}
+
+template <class T>
+void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
+                    std::vector<std::int64_t> target, NpyArray const* bias,
+                    NpyArray const* class_weights, NpyArray const* grad_rows, double grad_output,
+                    bool cuda) {
+  using C = flce::accum_t<T>;
+  using Out = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  FlceJob<T> job;
+  job.bt = x.shape[0];
+  job.hidden = x.shape[1];
+  job.vocab = w.shape[0];
+  job.input = as_storage<T>(x);
+  job.weight = as_storage<T>(w);
+  job.target = std::move(target);
+  if (bias) job.bias = as_storage<T>(*bias);
+  if (class_weights) job.class_weights = as_storage<T>(*class_weights);
+  if (grad_rows) {
+    auto rows = grad_rows->as<double>();
+    job.grad_output_rows.assign(rows.begin(), rows.end());
+  }
+  job.reduction = flce::parse_reduction(o.reduction);
+  job.ignore_index = parse_integer(o.ignore_index, "--ignore-index");
+  job.label_smoothing = parse_number(o.label_smoothing, "--label-smoothing");
+  job.lse_square_scale = parse_number(o.lse_square_scale, "--lse-square-scale");
+  job.softcap = parse_number(o.softcap, "--softcap");
+  job.grad_output = grad_output;
+  job.want_z_loss = !o.z_loss_out.empty();
+  job.want_grad_input = !o.grad_input_out.empty();
+  job.want_grad_weight = !o.grad_weight_out.empty();
+  job.want_grad_bias = !o.grad_bias_out.empty();
+  if (job.want_grad_bias && !bias)
+    throw_error("--grad-bias-out needs --bias: there is no bias to differentiate.");
+  if (grad_rows && job.reduction != flce::Reduction::none)
+    throw_error(sentence("--grad-output ", o.grad_output,
+                         " gives per-row values, which need --reduction none, not ", o.reduction,
+                         "."));
+  // Shapes the library would also reject, named here by option and file.
+  auto check_vector = [&](NpyArray const* a, char const* option, std::string const& path,
+                          std::int64_t expected, char const* what) {
+    if (a && a->shape[0] != expected)
+      throw_error(sentence(option, " ", path, " has shape ", shape_text(a->shape), " but ", what,
+                           " is ", expected, "."));
+  };
+  check_vector(bias, "--bias", o.bias, job.vocab, "the vocabulary size (--weight's rows)");
+  check_vector(class_weights, "--class-weights", o.class_weights, job.vocab,
+               "the vocabulary size (--weight's rows)");
+  check_vector(grad_rows, "--grad-output", o.grad_output, job.bt, "the row count (--input's rows)");
+
+  job.loss.assign(job.loss_size(), C(0));
+  if (job.want_z_loss) job.z_loss.assign(job.loss_size(), C(0));
+  if (job.want_grad_input) job.grad_input.assign(job.bt * job.hidden, T(0.0f));
+  if (job.want_grad_weight) job.grad_weight.assign(job.vocab * job.hidden, C(0));
+  if (job.want_grad_bias) job.grad_bias.assign(job.vocab, C(0));
+  if (cuda) {
+#if defined(TESSEL_CLI_CUDA)
+    run_flce_cuda(job);
+#endif
+  } else {
+    run_host(job);
+  }
+
+  DType const out_dtype = dtype_of_v<Out>;
+  std::vector<std::int64_t> const loss_shape = job.reduction == flce::Reduction::none
+                                                   ? std::vector<std::int64_t>{job.bt}
+                                                   : std::vector<std::int64_t>{};
+  OutputSet files;
+  files.add(o.loss_out, out_dtype, loss_shape, output_bytes<Out>(job.loss));
+  if (job.want_z_loss)
+    files.add(o.z_loss_out, out_dtype, loss_shape, output_bytes<Out>(job.z_loss));
+  if (job.want_grad_input)
+    files.add(o.grad_input_out, out_dtype, {job.bt, job.hidden}, output_bytes<Out>(job.grad_input));
+  if (job.want_grad_weight)
+    files.add(o.grad_weight_out, out_dtype, {job.vocab, job.hidden},
+              output_bytes<Out>(job.grad_weight));
+  if (job.want_grad_bias)
+    files.add(o.grad_bias_out, out_dtype, {job.vocab}, output_bytes<Out>(job.grad_bias));
+  files.commit();
+}
+
+void run_flce(FlceOptions const& o) {
+  DType const dtype = parse_flce_dtype(o.dtype);
+  bool const cuda = parse_device(o.device, "--device") == flce::Device::cuda;
+#if !defined(TESSEL_CLI_CUDA)
+  if (cuda)
+    throw_error(
+        "--device cuda: this tessel was built without CUDA (configure with -DTESSEL_CUDA=ON).");
+#endif
+  // Two options must not name the same file (the later would silently replace the earlier).
+  std::vector<std::pair<char const*, std::string const*>> const outputs = {
+      {"--loss-out", &o.loss_out},
+      {"--z-loss-out", &o.z_loss_out},
+      {"--grad-input-out", &o.grad_input_out},
+      {"--grad-weight-out", &o.grad_weight_out},
+      {"--grad-bias-out", &o.grad_bias_out}};
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t k = i + 1; k < outputs.size(); ++k)
+      if (!outputs[i].second->empty() && *outputs[i].second == *outputs[k].second)
+        throw_error(sentence(outputs[i].first, " and ", outputs[k].first, " name the same file ",
+                             *outputs[i].second, "."));
+
+  NpyArray const x = read_float_array(o.input, "--input", 2, "a 2-D (BT, H) array");
+  NpyArray const w = read_float_array(o.weight, "--weight", 2, "a 2-D (V, H) array");
+  NpyArray const t = read_npy(o.target);
+  if (t.dtype != DType::i64 && t.dtype != DType::i32)
+    throw_error(sentence("--target ", o.target, " holds ", dtype_name(t.dtype),
+                         "; FLCE reads int64 (or int32) class indices."));
+  if (t.shape.size() != 1)
+    throw_error(sentence("--target ", o.target, " has shape ", shape_text(t.shape),
+                         "; FLCE needs a 1-D (BT,) array."));
+  if (w.shape[1] != x.shape[1])
+    throw_error(sentence("--weight ", o.weight, " has shape ", shape_text(w.shape), " but --input ",
+                         o.input, " has hidden size ", x.shape[1], "."));
+  if (t.shape[0] != x.shape[0])
+    throw_error(sentence("--target ", o.target, " has shape ", shape_text(t.shape), " but --input ",
+                         o.input, " has ", x.shape[0], " rows."));
+  std::unique_ptr<NpyArray> bias, class_weights, grad_rows;
+  if (!o.bias.empty())
+    bias = std::make_unique<NpyArray>(read_float_array(o.bias, "--bias", 1, "a 1-D (V,) array"));
+  if (!o.class_weights.empty())
+    class_weights = std::make_unique<NpyArray>(
+        read_float_array(o.class_weights, "--class-weights", 1, "a 1-D (V,) array"));
+  double grad_output = 1.0;
+  if (!o.grad_output.empty()) {
+    double value = 0;
+    auto const* end = o.grad_output.data() + o.grad_output.size();
+    auto [ptr, ec] = std::from_chars(o.grad_output.data(), end, value);
+    if (ec == std::errc{} && ptr == end)
+      grad_output = value;
+    else
+      grad_rows = std::make_unique<NpyArray>(
+          read_float_array(o.grad_output, "--grad-output", 1, "a number or a 1-D (BT,) array"));
+  }
+  std::vector<std::int64_t> target = t.as<std::int64_t>();
+  switch (dtype) {
+    case DType::f64:
+      return run_flce_typed<double>(o, x, w, std::move(target), bias.get(), class_weights.get(),
+                                    grad_rows.get(), grad_output, cuda);
+    case DType::f16:
+      return run_flce_typed<half>(o, x, w, std::move(target), bias.get(), class_weights.get(),
+                                  grad_rows.get(), grad_output, cuda);
+    case DType::bf16:
+      return run_flce_typed<bfloat16>(o, x, w, std::move(target), bias.get(), class_weights.get(),
+                                      grad_rows.get(), grad_output, cuda);
+    default:
+      return run_flce_typed<float>(o, x, w, std::move(target), bias.get(), class_weights.get(),
+                                   grad_rows.get(), grad_output, cuda);
+  }
+}
+
+}  // namespace
+
+void add_flce_commands(CLI::App& app) {
+  auto* plan = app.get_subcommand("plan");
+  auto plan_opts = std::make_shared<PlanFlceOptions>();
+  auto* plan_cmd = plan->add_subcommand(
+      "flce", "The FLCE chunk plan: rows per chunk, chunk count and scratch bytes.");
+  plan_cmd->add_option("--bt", plan_opts->bt, "Rows of the input (batch x sequence)")->required();
+  plan_cmd->add_option("--hidden", plan_opts->hidden, "Hidden size H")->required();
+  plan_cmd->add_option("--vocab", plan_opts->vocab, "Vocabulary size V")->required();
+  plan_cmd->add_option("--dtype", plan_opts->dtype, "Storage type: f32, f64, f16 or bf16")
+      ->capture_default_str();
+  plan_cmd->add_option("--device", plan_opts->device, "Whose scratch: cuda or host")
+      ->capture_default_str();
+  plan_cmd->add_option("--chunk-size", plan_opts->chunk_size,
+                       "Rows per chunk (default: heuristic)");
+  plan_cmd->callback([plan_opts] { run_plan_flce(*plan_opts); });
+
+  auto o = std::make_shared<FlceOptions>();
+  auto* cmd = app.add_subcommand(
+      "flce",
+      "Loss and gradients of cross_entropy(input @ weight.T + bias, target) over .npy files.");
+  cmd->add_option("--input", o->input, "(BT, H) float32/float64 .npy")->required();
+  cmd->add_option("--weight", o->weight, "(V, H) float32/float64 .npy")->required();
+  cmd->add_option("--target", o->target, "(BT,) int64 .npy of class indices")->required();
+  cmd->add_option("--bias", o->bias, "(V,) .npy");
+  cmd->add_option("--class-weights", o->class_weights, "(V,) .npy: PyTorch's `weight`");
+  cmd->add_option("--reduction", o->reduction, "mean, sum or none")->capture_default_str();
+  cmd->add_option("--ignore-index", o->ignore_index, "Target value to ignore")
+      ->capture_default_str();
+  cmd->add_option("--label-smoothing", o->label_smoothing, "In [0, 1]")->capture_default_str();
+  cmd->add_option("--lse-square-scale", o->lse_square_scale, "z-loss scale")->capture_default_str();
+  cmd->add_option("--softcap", o->softcap, "c in c*tanh(logits/c); 0: off")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "Compute on f32, f64, f16 or bf16")->capture_default_str();
+  cmd->add_option("--grad-output", o->grad_output,
+                  "Upstream gradient: a number, or a (BT,) .npy for --reduction none");
+  cmd->add_option("--device", o->device, "host or cuda")->capture_default_str();
+  cmd->add_option("--loss-out", o->loss_out, "Loss .npy (shape () or (BT,))")->required();
+  cmd->add_option("--z-loss-out", o->z_loss_out, "z-loss part .npy");
+  cmd->add_option("--grad-input-out", o->grad_input_out, "(BT, H) .npy");
+  cmd->add_option("--grad-weight-out", o->grad_weight_out, "(V, H) .npy");
+  cmd->add_option("--grad-bias-out", o->grad_bias_out, "(V,) .npy");
+  cmd->callback([o] { run_flce(*o); });
+}
+
+}  // namespace tessel::cli
