@@ -11,6 +11,10 @@
 
 #include <Eigen/Core>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
 #include "../core/int.hpp"
@@ -58,6 +62,28 @@ ConstMap<C> const_map(C const* data, index_t rows, index_t cols, index_t row_str
 template <class C>
 MutableMap<C> mutable_map(C* data, index_t rows, index_t cols, index_t row_stride) {
   return MutableMap<C>(data, rows, cols, Eigen::OuterStride<>(row_stride > 0 ? row_stride : cols));
+}
+
+// Calls f(begin, count) on [0, n) cut into one tile per OpenMP thread (tiles of at least `grain`),
+// in parallel when `work` is large enough. The GEMMs are parallelized this way rather than by
+// Eigen: Eigen's own parallel GEMM packs its whole right-hand side (kc x V floats, 41 MB at V =
+// 32000) and synchronizes its threads per block, which costs more than it gains for the few
+// rows of a chunk. Inside the parallel region Eigen runs single-threaded.
+template <class F>
+void for_tiles(index_t n, index_t grain, index_t work, F const& f) {
+  index_t threads = 1;
+#if defined(_OPENMP)
+  if (work >= parallel_work_threshold) threads = omp_get_max_threads();
+#endif
+  index_t const most = (n + grain - 1) / grain;
+  index_t const tiles = threads < most ? threads : (most > 0 ? most : 1);
+  index_t const step = (n + tiles - 1) / tiles;
+  TESSEL_FLCE_PARALLEL_FOR(tiles > 1 ? work : 0)
+  for (index_t t = 0; t < tiles; ++t) {
+    index_t const begin = t * step;
+    index_t const count = n - begin < step ? n - begin : step;
+    if (count > 0) f(begin, count);
+  }
 }
 
 // Rounds (rows, cols) values of src into the storage type of dst (or copies them).
@@ -121,7 +147,9 @@ void run_host(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, HostS
     }
     auto input = const_map<C>(x_data, rows, h, x_stride);  // (rows, H)
     auto block = mutable_map(logits, rows, v, v);          // (rows, V)
-    block.noalias() = input * weight.transpose();
+    for_tiles(v, 256, rows * v * h, [&](index_t j0, index_t n) {
+      block.middleCols(j0, n).noalias() = input * weight.middleRows(j0, n).transpose();
+    });
 
     TESSEL_FLCE_PARALLEL_FOR(rows * v)
     for (index_t i = 0; i < rows; ++i) {
@@ -144,28 +172,38 @@ void run_host(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, HostS
     if (!grads) continue;
 
     auto g = const_map<C>(logits, rows, v, v);  // (rows, V) d loss / d logits
-    // grad_weight before grad_input, so a grad_input that overwrites the input still works.
-    if (out.grad_weight.present) {
-      auto dw = mutable_map(out.grad_weight.data, v, h, out.grad_weight.row_stride);
-      if (chunk == 0)
-        dw.noalias() = g.transpose() * input;
-      else
-        dw.noalias() += g.transpose() * input;
-    }
-    if (out.grad_bias.present) {
-      TESSEL_FLCE_PARALLEL_FOR(rows * v)
-      for (index_t j = 0; j < v; ++j) out.grad_bias[j] += column_sum<C>(logits, rows, v, j);
+    // grad_weight (and grad_bias) before grad_input, so a grad_input that overwrites the input
+    // still works.
+    if (out.grad_weight.present || out.grad_bias.present) {
+      for_tiles(v, 256, rows * v * h, [&](index_t j0, index_t n) {
+        if (out.grad_weight.present) {
+          auto dw = mutable_map(out.grad_weight.row(j0), n, h, out.grad_weight.row_stride);
+          if (chunk == 0)
+            dw.noalias() = g.middleCols(j0, n).transpose() * input;
+          else
+            dw.noalias() += g.middleCols(j0, n).transpose() * input;
+        }
+        if (out.grad_bias.present)
+          for (index_t j = j0; j < j0 + n; ++j)
+            out.grad_bias[j] += column_sum<C>(logits, rows, v, j);
+      });
     }
     if (out.grad_input.present) {
+      C* dx_data = nullptr;
+      index_t dx_stride = h;
       if constexpr (narrow) {
-        float* dx32 = reinterpret_cast<float*>(base + layout.grad_input_f32);
-        mutable_map(dx32, rows, h, h).noalias() = g * weight;
-        convert_rows(out.grad_input.row(r0), out.grad_input.row_stride,
-                     static_cast<float const*>(dx32), h, rows, h);
+        dx_data = reinterpret_cast<float*>(base + layout.grad_input_f32);
       } else {
-        mutable_map(out.grad_input.row(r0), rows, h, out.grad_input.row_stride).noalias() =
-            g * weight;
+        dx_data = out.grad_input.row(r0);
+        dx_stride = out.grad_input.row_stride;
       }
+      auto dx = mutable_map(dx_data, rows, h, dx_stride);  // (rows, H)
+      for_tiles(h, 64, rows * v * h, [&](index_t k0, index_t n) {
+        dx.middleCols(k0, n).noalias() = g * weight.middleCols(k0, n);
+      });
+      if constexpr (narrow)
+        convert_rows(out.grad_input.row(r0), out.grad_input.row_stride,
+                     static_cast<float const*>(dx_data), h, rows, h);
     }
   }
 
