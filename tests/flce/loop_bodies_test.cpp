@@ -1,0 +1,87 @@
+// The chunk loop's small bodies (target summary, column sums, loss finalization) with one lane
+// and with a block of threads: the same results either way.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include <tessel/flce/detail/sequential_context.hpp>
+#include <tessel/flce/loop_bodies.hpp>
+
+#include "flce/thread_block.hpp"
+
+namespace {
+
+using namespace tessel;
+using namespace tessel::flce;
+using tessel::flce::test::ThreadBlock;
+
+TEST(SummarizeTargets, SumsTheNonIgnoredTargetsAndFindsTheFirstBadRowWithAnyLaneCount) {
+  std::vector<std::int64_t> y = {3, -100, 0, 9, 2, 12, 3, -1, -100, 5};
+  std::vector<float> w = {0.5f, 1, 1, 2, 1, 4, 1, 1, 1};  // V = 9
+  // Non-ignored, valid: rows 0, 2, 4, 6, 9 -> weights 2 + 0.5 + 1 + 2 + 4; bad: rows 3, 5, 7.
+  for (int lanes : {1, 2, 3, 8, 16}) {
+    SCOPED_TRACE(lanes);
+    ThreadBlock block(lanes);
+    TargetSummary const s = block.run([&](ThreadBlock::Context& ctx) {
+      return summarize_targets(ctx, y.data(), 1, 10, 9, -100, w.data(), 1);
+    });
+    EXPECT_EQ(s.count, 5);
+    EXPECT_EQ(s.weight_sum, 9.5);
+    EXPECT_EQ(s.class_weight_sum, 12.5);
+    EXPECT_EQ(s.first_bad_row, 3);
+  }
+  flce::detail::SequentialContext seq;
+  TargetSummary const none =
+      summarize_targets(seq, y.data(), 1, 3, 9, -100, static_cast<float const*>(nullptr), 1);
+  EXPECT_EQ(none.count, 2);
+  EXPECT_EQ(none.weight_sum, 2.0);
+  EXPECT_EQ(none.class_weight_sum, 9.0);
+  EXPECT_EQ(none.first_bad_row, -1);
+}
+
+TEST(LossScales, DivideOnlyForMeanAndGiveZeroForAZeroDivisor) {
+  TargetSummary s;
+  s.weight_sum = 4;
+  s.count = 2;
+  EXPECT_EQ(loss_scales(s, Reduction::mean).ce, 0.25);
+  EXPECT_EQ(loss_scales(s, Reduction::mean).z, 0.5);
+  EXPECT_EQ(loss_scales(s, Reduction::sum).ce, 1.0);
+  TargetSummary empty;
+  EXPECT_EQ(loss_scales(empty, Reduction::mean).ce, 0.0);
+  EXPECT_EQ(loss_scales(empty, Reduction::mean).z, 0.0);
+}
+
+TEST(FinalizeLosses, WritesScaledSumsOrPerRowLossesWithAnyLaneCount) {
+  std::vector<float> ce = {1, 2, 3, 4, 5}, z = {0.5f, 0, 0.25f, 0, 1};
+  LossScales const scales{0.5, 0.25};
+  for (int lanes : {1, 4, 7}) {
+    SCOPED_TRACE(lanes);
+    ThreadBlock block(lanes);
+    float loss = 0, zl = 0;
+    block.run([&](ThreadBlock::Context& ctx) {
+      finalize_losses(ctx, ce.data(), z.data(), 5, Reduction::mean, scales, &loss, 1, &zl, 1);
+      return 0;
+    });
+    EXPECT_FLOAT_EQ(loss, 15 * 0.5 + 1.75 * 0.25);
+    EXPECT_FLOAT_EQ(zl, 1.75 * 0.25);
+    std::vector<float> rows(10, -1.0f);
+    ThreadBlock again(lanes);
+    again.run([&](ThreadBlock::Context& ctx) {
+      finalize_losses(ctx, ce.data(), z.data(), 5, Reduction::none, LossScales{}, rows.data(), 2,
+                      static_cast<float*>(nullptr), 1);
+      return 0;
+    });
+    EXPECT_EQ(rows, (std::vector<float>{1.5f, -1, 2, -1, 3.25f, -1, 4, -1, 6, -1}));
+  }
+}
+
+TEST(ColumnSum, SumsOneColumnInTheComputeType) {
+  std::vector<bfloat16> g;
+  for (int i = 0; i < 6; ++i) g.push_back(bfloat16(static_cast<float>(i)));  // (3, 2)
+  EXPECT_EQ((column_sum<float>(g.data(), 3, 2, 0)), 0.0f + 2 + 4);
+  EXPECT_EQ((column_sum<float>(g.data(), 3, 2, 1)), 1.0f + 3 + 5);
+  EXPECT_EQ((column_sum<float>(g.data(), 0, 2, 1)), 0.0f);
+}
+
+}  // namespace
