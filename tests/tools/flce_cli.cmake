@@ -24,3 +24,13 @@ target_compile_definitions(tessel_flce_cli_tests PRIVATE "TESSEL_CLI_PATH=\"$<TA
 add_dependencies(tessel_flce_cli_tests tessel_cli)
 gtest_discover_tests(tessel_flce_cli_tests TEST_PREFIX "cli.flce." DISCOVERY_TIMEOUT 60
                      PROPERTIES LABELS "cli;flce")
+
+find_program(TESSEL_PYTHON3 python3)
+if(TESSEL_PYTHON3)
+  add_test(NAME cli.flce_crosscheck_python
+           COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:tessel_cli>
+                   -DSCRIPT=${PROJECT_SOURCE_DIR}/tools/tessel/flce_crosscheck.py
+                   -DDIR=${CMAKE_CURRENT_BINARY_DIR}/flce_crosscheck
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/flce_crosscheck.cmake)
+  set_tests_properties(cli.flce_crosscheck_python PROPERTIES LABELS "cli;flce")
+endif()

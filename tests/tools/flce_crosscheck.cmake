@@ -1,0 +1,21 @@
+# The documented cross-check session as a test: inputs from flce_crosscheck.py, `tessel flce` at
+# f64, and the script's independent plain-Python reference within 1e-12.
+# Variables: CLI (the tessel executable), SCRIPT (flce_crosscheck.py), DIR (a scratch directory).
+file(REMOVE_RECURSE ${DIR})
+function(step)
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY ${DIR} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${ARGN} failed (${rc}):\n${out}${err}")
+  endif()
+  message(STATUS "${out}")
+endfunction()
+find_program(PYTHON3 python3 REQUIRED)
+file(MAKE_DIRECTORY ${DIR})
+step(${PYTHON3} ${SCRIPT} make-inputs ${DIR} --bt 7 --hidden 5 --vocab 11 --seed 3)
+step(${CLI} flce --input x.npy --weight w.npy --target y.npy --bias b.npy --class-weights cw.npy
+     --label-smoothing 0.2 --lse-square-scale 0.01 --softcap 5 --reduction sum --dtype f64
+     --loss-out loss.npy --grad-input-out dx.npy --grad-weight-out dw.npy --grad-bias-out db.npy)
+step(${PYTHON3} ${SCRIPT} compare ${DIR} --backend python --bias --class-weights
+     --label-smoothing 0.2 --lse-square-scale 0.01 --softcap 5 --reduction sum --tolerance 1e-12)
+file(REMOVE_RECURSE ${DIR})
