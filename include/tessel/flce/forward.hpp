@@ -9,7 +9,17 @@
 #include <memory>
 #include <type_traits>
 
+// Eigen 3.4 annotates defaulted special members __host__ __device__, which nvcc warns about
+// (#20012); the warning is Eigen's, and CUDA translation units include this header through
+// tessel.hpp.
+#if defined(__CUDACC__)
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 20012
+#endif
 #include <Eigen/Core>
+#if defined(__CUDACC__)
+#pragma nv_diagnostic pop
+#endif
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -70,7 +80,7 @@ MutableMap<C> mutable_map(C* data, index_t rows, index_t cols, index_t row_strid
 // 32000) and synchronizes its threads per block, which costs more than it gains for the few
 // rows of a chunk. Inside the parallel region Eigen runs single-threaded.
 template <class F>
-void for_tiles(index_t n, index_t grain, index_t work, F const& f) {
+void for_tiles(index_t n, index_t grain, [[maybe_unused]] index_t work, F const& f) {
   index_t threads = 1;
 #if defined(_OPENMP)
   if (work >= parallel_work_threshold) threads = omp_get_max_threads();
