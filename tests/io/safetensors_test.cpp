@@ -272,6 +272,9 @@ TEST(SafetensorsErrors, HeaderJson) {
   EXPECT_EQ(header_error("{} {}"),
             corrupted + "its header is not valid JSON (syntax error at byte 3).");
   EXPECT_EQ(header_error("[1, 2]"), corrupted + "its header is a JSON array, not an object.");
+  // Found by the safetensors fuzz target: nlohmann reports this as out_of_range, not parse_error.
+  EXPECT_EQ(header_error(R"({"w": 7e77777})"),
+            corrupted + "its header holds a number too large to represent.");
   EXPECT_EQ(header_error(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
                          R"("w":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
                          2),

@@ -41,7 +41,7 @@ inline std::vector<std::int64_t> parse_extents(std::string_view text, std::strin
     std::int64_t v = 0;
     auto const* end = item.data() + item.size();
     auto [ptr, ec] = std::from_chars(item.data(), end, v);
-    if (item.empty() || ec != std::errc{} || ptr != end || v < 0)
+    if (item.empty() || item.front() == '-' || ec != std::errc{} || ptr != end || v < 0)
       detail::throw_error(detail::sentence(option, ": \"", item, "\" in \"", text,
                                            "\" is not a non-negative integer."));
     out.push_back(v);

@@ -90,7 +90,12 @@ inline std::optional<std::pair<DType, bool>> npy_descr_dtype(std::string_view de
 // The descr np.save writes for d; empty for bf16, which NumPy does not have.
 inline std::string npy_descr(DType d) {
   for (auto const& [code, dtype] : npy_type_codes) {
-    if (dtype == d) return (dtype_size(d) == 1 ? "|" : "<") + std::string(code);
+    if (dtype == d) {
+      // Appended rather than "x" + string: GCC 12 warns falsely (-Wrestrict) on the latter at -O3.
+      std::string descr(1, dtype_size(d) == 1 ? '|' : '<');
+      descr.append(code);
+      return descr;
+    }
   }
   return {};
 }
@@ -122,7 +127,10 @@ inline std::string printable(std::string_view text, std::size_t limit) {
 // The header for an error message, without its padding.
 inline std::string quoted_header(std::string_view text) {
   while (!text.empty() && (text.back() == ' ' || text.back() == '\n')) text.remove_suffix(1);
-  return "\"" + printable(text, 200) + "\"";
+  std::string out(1, '"');
+  out.append(printable(text, 200));
+  out.push_back('"');
+  return out;
 }
 
 // The header dict is a Python literal, not JSON. This parses the subset NumPy writes —
@@ -301,6 +309,7 @@ inline std::vector<std::byte> fortran_to_c_order(std::vector<std::byte> const& s
                                                  std::span<std::int64_t const> shape,
                                                  std::size_t itemsize) {
   std::size_t const rank = shape.size();
+  if (rank <= 1) return src;  // one order for 0-D and 1-D arrays
   std::int64_t const numel = static_cast<std::int64_t>(src.size() / itemsize);
   std::vector<std::byte> dst(src.size());
   std::vector<std::int64_t> fortran_stride(rank, 1);

@@ -215,6 +215,9 @@ inline Json parse_header_json(std::string const& text, std::string_view what) {
       fail_corrupted(what, "its header is not valid JSON (it ends in the middle of a value)");
     }
     fail_corrupted(what, "its header is not valid JSON (syntax error at byte ", e.byte - 1, ")");
+  } catch (Json::out_of_range const&) {
+    // A number too large for any JSON number type (found by tests/fuzz/safetensors_fuzz.cpp).
+    fail_corrupted(what, "its header holds a number too large to represent");
   }
 }
 

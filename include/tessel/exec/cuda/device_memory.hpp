@@ -1,0 +1,126 @@
+// Owning device storage (RAII cudaMalloc / cudaFree) as a tensor engine, owning device tensors,
+// and host <-> device copies of tensors on a stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+#include <type_traits>
+
+#include "../../core/layout.hpp"
+#include "../../tensor/tensor.hpp"
+#include "error.hpp"
+
+namespace tessel {
+
+namespace cuda::detail {
+struct DeviceFree {
+  void operator()(void* p) const noexcept { cudaFree(p); }
+};
+}  // namespace cuda::detail
+
+// Owning device storage of n elements, zero-filled. Move-only.
+template <class T>
+class DeviceArrayEngine {
+ public:
+  using value_type = T;
+  using space = DeviceSpace;
+  static constexpr bool owning = true;
+
+  static_assert(std::is_trivially_copyable_v<T>,
+                "tessel: device tensors hold trivially copyable types.");
+
+  DeviceArrayEngine() = default;
+  explicit DeviceArrayEngine(index_t n) : size_(n) {
+    if (n < 0)
+      detail::throw_error(detail::sentence("cannot allocate a device tensor of ", n, " elements."));
+    std::size_t bytes = static_cast<std::size_t>(n > 0 ? n : 1) * sizeof(T);
+    void* p = nullptr;
+    cuda::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc",
+                     detail::sentence("allocating ", bytes, " bytes of device memory"));
+    buffer_.reset(static_cast<T*>(p));
+    cuda::check_cuda(cudaMemset(p, 0, bytes), "cudaMemset", "zero-filling new device memory");
+  }
+
+  T* data() const noexcept { return buffer_.get(); }
+  index_t size() const noexcept { return size_; }
+
+ private:
+  std::unique_ptr<T, cuda::detail::DeviceFree> buffer_;
+  index_t size_ = 0;
+};
+
+template <class T, LayoutType L>
+using DeviceTensor = Tensor<DeviceArrayEngine<T>, L>;
+
+// A zero-filled device tensor with the compact layout of shape, or with the given layout.
+template <class T, class LayoutOrShape>
+requires(!std::is_pointer_v<LayoutOrShape>) auto make_device_tensor(LayoutOrShape const& l) {
+  auto layout = make_layout(l);
+  return DeviceTensor<T, decltype(layout)>(DeviceArrayEngine<T>(to_index(cosize(layout))), layout);
+}
+
+namespace cuda {
+
+namespace detail {
+
+// Copies need both sides compact in the same row-major order, so one memcpy moves every element.
+template <class Dst, class Src>
+void check_copyable(Dst const& dst, Src const& src, char const* direction) {
+  using tessel::detail::sentence;
+  using tessel::detail::throw_error;
+  auto ds = to_vector(product_each(dst.shape()));
+  auto ss = to_vector(product_each(src.shape()));
+  if (ds != ss)
+    throw_error(sentence("cannot copy ", direction, ": the destination has shape ",
+                         to_string(product_each(dst.shape())), " but the source has shape ",
+                         to_string(product_each(src.shape())), "."));
+  auto compact = [](auto const& t) {
+    auto l = coalesce(t.layout());
+    return to_index(size(l)) <= 1 ||
+           (to_index(rank(l)) == 1 && to_index(get<0>(leaf_values(l.stride()))) == 1);
+  };
+  if (!compact(dst) || !compact(src))
+    throw_error(sentence("cannot copy ", direction, " between non-compact tensors (layouts ",
+                         to_string(dst.shape()), ":", to_string(dst.stride()), " and ",
+                         to_string(src.shape()), ":", to_string(src.stride()),
+                         "); copy into a compact tensor first."));
+}
+
+}  // namespace detail
+
+// Queues a copy of a compact host tensor into a compact device tensor of the same shape.
+// The host memory must stay alive until the stream reaches the copy.
+template <TensorType Dst, TensorType Src>
+void copy_to_device(Dst const& dst, Src const& src, cudaStream_t stream) {
+  static_assert(std::is_same_v<typename Dst::space, DeviceSpace> &&
+                    std::is_same_v<typename Src::space, HostSpace>,
+                "tessel: copy_to_device copies a host tensor into a device tensor.");
+  static_assert(std::is_same_v<typename Dst::value_type, typename Src::value_type>,
+                "tessel: copies do not convert element types; cast on the host first.");
+  detail::check_copyable(dst, src, "to the device");
+  std::size_t bytes =
+      static_cast<std::size_t>(to_index(size(src))) * sizeof(typename Src::value_type);
+  check_cuda(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyHostToDevice, stream),
+             "cudaMemcpyAsync", "copying a tensor to the device");
+}
+
+// Queues a copy of a compact device tensor into a compact host tensor of the same shape.
+template <TensorType Dst, TensorType Src>
+void copy_to_host(Dst const& dst, Src const& src, cudaStream_t stream) {
+  static_assert(std::is_same_v<typename Dst::space, HostSpace> &&
+                    std::is_same_v<typename Src::space, DeviceSpace>,
+                "tessel: copy_to_host copies a device tensor into a host tensor.");
+  static_assert(std::is_same_v<typename Dst::value_type, typename Src::value_type>,
+                "tessel: copies do not convert element types; cast on the host first.");
+  detail::check_copyable(dst, src, "to the host");
+  std::size_t bytes =
+      static_cast<std::size_t>(to_index(size(src))) * sizeof(typename Src::value_type);
+  check_cuda(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToHost, stream),
+             "cudaMemcpyAsync", "copying a tensor to the host");
+}
+
+}  // namespace cuda
+
+}  // namespace tessel
