@@ -1,13 +1,6 @@
 // `tessel flce` round trips: inputs written with write_npy, the CLI run as a user would run it,
 // its .npy outputs read back and compared with the float64 reference; and its failures: one
 // sentence on stderr, a non-zero exit status, and no output file left behind.
-// GCC 12 at -O3 reports false -Wfree-nonheap-object / -Wrestrict warnings (GCC 12 false
-// positives, e.g. bug 105329) inside std::vector and std::string code inlined from io's .npy
-// header; the io layer is not ours to change, so they are silenced for this file.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wfree-nonheap-object"
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
 
 #include <gtest/gtest.h>
 

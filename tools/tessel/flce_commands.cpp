@@ -2,14 +2,6 @@
 // cross_entropy(input @ weight.T + bias, target) over .npy files, for cross-checking tessel
 // against PyTorch). Errors are one sentence; on any error no output file is left behind.
 
-// GCC 12 at -O3 reports false -Wfree-nonheap-object / -Wrestrict warnings (GCC 12 false
-// positives, e.g. bug 105329) inside std::vector and std::string code inlined from io's .npy
-// header; the io layer is not ours to change, so they are silenced for this file.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wfree-nonheap-object"
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-
 #include <charconv>
 #include <cmath>
 #include <cstdint>

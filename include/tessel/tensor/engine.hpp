@@ -9,6 +9,7 @@
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
@@ -32,12 +33,6 @@ struct ViewEngine {
   TESSEL_HOST_DEVICE constexpr T* data() const noexcept { return ptr; }
   TESSEL_HOST_DEVICE constexpr bool bounded() const noexcept { return storage_size >= 0; }
 };
-
-namespace detail {
-struct AlignedFree {
-  void operator()(void* p) const noexcept { std::free(p); }
-};
-}  // namespace detail
 
 // Cache-line alignment for owned host storage, so vector loads start on a line.
 inline constexpr std::size_t host_alignment = 64;
@@ -65,14 +60,33 @@ class HostArrayEngine {
       detail::throw_error(
           detail::sentence("cannot allocate ", bytes, " bytes of host memory for a tensor."));
     std::memset(p, 0, rounded);
-    buffer_.reset(static_cast<T*>(p));
+    buffer_ = static_cast<T*>(p);
   }
 
-  T* data() const noexcept { return buffer_.get(); }
-  index_t size() const noexcept { return size_; }
+  HostArrayEngine(HostArrayEngine const&) = delete;
+  HostArrayEngine& operator=(HostArrayEngine const&) = delete;
+  HostArrayEngine(HostArrayEngine&& other) noexcept
+      : buffer_(std::exchange(other.buffer_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  HostArrayEngine& operator=(HostArrayEngine&& other) noexcept {
+    if (this != &other) {
+      release();
+      buffer_ = std::exchange(other.buffer_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  ~HostArrayEngine() { release(); }
+
+  TESSEL_HOST_DEVICE T* data() const noexcept { return buffer_; }
+  TESSEL_HOST_DEVICE index_t size() const noexcept { return size_; }
 
  private:
-  std::unique_ptr<T, detail::AlignedFree> buffer_;
+  void release() noexcept {
+    if (buffer_) std::free(buffer_);
+    buffer_ = nullptr;
+  }
+
+  T* buffer_ = nullptr;  // owned; a raw pointer so data() is usable in device code
   index_t size_ = 0;
 };
 

@@ -7,18 +7,13 @@
 #include <cstddef>
 #include <memory>
 #include <type_traits>
+#include <utility>
 
 #include "../../core/layout.hpp"
 #include "../../tensor/tensor.hpp"
 #include "error.hpp"
 
 namespace tessel {
-
-namespace cuda::detail {
-struct DeviceFree {
-  void operator()(void* p) const noexcept { cudaFree(p); }
-};
-}  // namespace cuda::detail
 
 // Owning device storage of n elements, zero-filled. Move-only.
 template <class T>
@@ -39,15 +34,37 @@ class DeviceArrayEngine {
     void* p = nullptr;
     cuda::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc",
                      detail::sentence("allocating ", bytes, " bytes of device memory"));
-    buffer_.reset(static_cast<T*>(p));
-    cuda::check_cuda(cudaMemset(p, 0, bytes), "cudaMemset", "zero-filling new device memory");
+    if (cudaError_t status = cudaMemset(p, 0, bytes); status != cudaSuccess) {
+      cudaFree(p);  // the destructor does not run when a constructor throws
+      cuda::check_cuda(status, "cudaMemset", "zero-filling new device memory");
+    }
+    buffer_ = static_cast<T*>(p);
   }
 
-  T* data() const noexcept { return buffer_.get(); }
-  index_t size() const noexcept { return size_; }
+  DeviceArrayEngine(DeviceArrayEngine const&) = delete;
+  DeviceArrayEngine& operator=(DeviceArrayEngine const&) = delete;
+  DeviceArrayEngine(DeviceArrayEngine&& other) noexcept
+      : buffer_(std::exchange(other.buffer_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  DeviceArrayEngine& operator=(DeviceArrayEngine&& other) noexcept {
+    if (this != &other) {
+      release();
+      buffer_ = std::exchange(other.buffer_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  ~DeviceArrayEngine() { release(); }
+
+  TESSEL_HOST_DEVICE T* data() const noexcept { return buffer_; }
+  TESSEL_HOST_DEVICE index_t size() const noexcept { return size_; }
 
  private:
-  std::unique_ptr<T, cuda::detail::DeviceFree> buffer_;
+  void release() noexcept {
+    if (buffer_) cudaFree(buffer_);
+    buffer_ = nullptr;
+  }
+
+  T* buffer_ = nullptr;  // owned; a raw pointer so data() is usable in device code
   index_t size_ = 0;
 };
 
