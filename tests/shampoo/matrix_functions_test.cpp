@@ -97,6 +97,16 @@ TEST(MatrixInverseRoot, PerturbationShiftsTheSmallestEigenvalueToEpsilon) {
   EXPECT_NEAR(X(1, 1), 1.0 / std::sqrt(5.1), 1e-12);
 }
 
+TEST(MatrixInverseRoot, FloatPerturbationKeepsATinyEpsilon) {
+  // In float, -lambda_min + 1e-12 rounds to -lambda_min; shifting in two additions still leaves
+  // the smallest eigenvalue at epsilon instead of 0 (which would give an infinite root).
+  Eigen::Matrix<float, 2, 2, Eigen::RowMajor> A, X;
+  A << -1e-3f, 0, 0, 4;
+  ASSERT_TRUE(matrix_inverse_root<float>(A.data(), 2, 2.0, 1e-12, RootConfig{}, X.data()).ok());
+  EXPECT_NEAR(X(0, 0), 1e6f, 1.0f);
+  EXPECT_TRUE(std::isfinite(X(1, 1)));
+}
+
 TEST(MatrixInverseRoot, PseudoInverseDropsTheNullSpace) {
   Mat A(2, 2);
   A << 0, 0, 0, 4;

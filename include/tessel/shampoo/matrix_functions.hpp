@@ -90,9 +90,15 @@ void invert_eigenvalues(V& L, double root, double epsilon, EigenConfig const& co
   if (config.perturb_before_computation) {
     // A + eps I was decomposed; only a matrix that is not PSD (possible in floating point) still
     // has an eigenvalue below epsilon: shift the spectrum so its smallest eigenvalue is epsilon.
-    if (lambda_min < eps) L.array() += -lambda_min + eps;
+    // Two additions, as Distributed Shampoo does: the first makes the smallest exactly 0, so a
+    // float epsilon far below |lambda_min| is not lost to rounding.
+    if (lambda_min < eps) {
+      L.array() -= lambda_min;
+      L.array() += eps;
+    }
   } else {
-    L.array() += -std::min(lambda_min, S(0)) + eps;
+    L.array() -= std::min(lambda_min, S(0));
+    L.array() += eps;
   }
   for (index_t i = 0; i < n; ++i) L[i] = static_cast<S>(std::pow(L[i], S(-1.0 / root)));
 }
