@@ -8,4 +8,8 @@ namespace tessel::cli {
 // `tessel plan ...`: layout plans as JSON.
 void add_plan_commands(CLI::App& app);
 
+// `tessel plan shampoo`, `tessel plan distribute` and `tessel shampoo ...` (after
+// add_plan_commands: it adds to the plan family).
+void add_shampoo_commands(CLI::App& app);
+
 }  // namespace tessel::cli
