@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <tessel/shampoo/optimizer.hpp>
+#include <tessel/shampoo/state_keys.hpp>
 
 namespace {
 

@@ -13,6 +13,7 @@
 #include "../io/safetensors.hpp"
 #include "optimizer.hpp"
 #include "state.hpp"
+#include "state_keys.hpp"
 
 namespace tessel::shampoo {
 

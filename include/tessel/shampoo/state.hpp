@@ -1,7 +1,7 @@
 // A Shampoo optimizer's state as a flat dictionary: each tensor under a key path that follows
 // Distributed Shampoo's state_dict nesting, e.g. ["0", "block_1", "shampoo", "factor_matrices",
 // "0"] (parameter 0, its block 1, the first Kronecker factor). Keys flatten to JSON arrays of
-// strings (the tensor names of a checkpoint file) and parse back; parse_state_key checks the text.
+// strings (the tensor names of a state file, see state_keys.hpp).
 #pragma once
 
 #include <cstddef>
@@ -12,8 +12,6 @@
 #include <string_view>
 #include <type_traits>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
@@ -46,31 +44,20 @@ requires HasDType<T> StateTensor make_state_tensor(std::vector<index_t> shape,
 using StateKey = std::vector<std::string>;
 using StateDict = std::map<StateKey, StateTensor>;
 
-// ["0", "block_1", "shampoo", "factor_matrices", "0"]: the key as compact JSON.
-inline std::string flatten_state_key(StateKey const& key) {
-  return nlohmann::json(key).dump();
-}
-
-// The key path written by flatten_state_key; tessel::Error naming the text when it is not a
-// non-empty JSON array of strings.
-inline StateKey parse_state_key(std::string_view text) {
-  auto bad = [&] {
-    tessel::detail::throw_error(tessel::detail::sentence(
-        "the state key \"", text, "\" is not a JSON array of strings such as [\"0\",\"step\"]."));
-  };
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_array() || j.empty()) bad();
-  StateKey key;
-  for (auto const& item : j) {
-    if (!item.is_string()) bad();
-    key.push_back(item.get<std::string>());
-  }
-  return key;
-}
-
-// "[\"0\", \"block_1\", ...]" for error sentences.
+// ["0","block_1",...] for error sentences: the same text as flatten_state_key (state_keys.hpp)
+// gives for keys without control characters.
 inline std::string state_key_text(StateKey const& key) {
-  return flatten_state_key(key);
+  std::string out = "[";
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    if (i) out += ',';
+    out += '"';
+    for (char c : key[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "]";
 }
 
 inline std::string shape_text(std::vector<index_t> const& shape) {
