@@ -14,7 +14,9 @@
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
+#include "context.hpp"
 #include "options.hpp"
+#include "root_bodies.hpp"
 
 namespace tessel::shampoo {
 
@@ -71,36 +73,19 @@ using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMaj
 template <class T>
 using ColMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
 
-// Eigenvalues -> L^(-1/root) with the perturbation rule or the pseudo-inverse cut-off.
+// Eigenvalues -> their inverse-root factors (root_bodies.hpp, shared with the CUDA path).
 template <class V>
 void invert_eigenvalues(V& L, double root, double epsilon, EigenConfig const& config) {
   using S = typename V::Scalar;
-  index_t const n = L.size();
-  if (n == 0) return;
-  if (config.pseudo_inverse) {
-    double const largest = std::max(0.0, static_cast<double>(L.maxCoeff()));
-    double const cutoff = std::max(config.rank_rtol * largest, config.rank_atol);
-    for (index_t i = 0; i < n; ++i)
-      L[i] = static_cast<double>(L[i]) <= cutoff ? S(0)
-                                                 : static_cast<S>(std::pow(L[i], S(-1.0 / root)));
-    return;
-  }
-  S const eps = static_cast<S>(epsilon);
-  S const lambda_min = L.minCoeff();
-  if (config.perturb_before_computation) {
-    // A + eps I was decomposed; only a matrix that is not PSD (possible in floating point) still
-    // has an eigenvalue below epsilon: shift the spectrum so its smallest eigenvalue is epsilon.
-    // Two additions, as Distributed Shampoo does: the first makes the smallest exactly 0, so a
-    // float epsilon far below |lambda_min| is not lost to rounding.
-    if (lambda_min < eps) {
-      L.array() -= lambda_min;
-      L.array() += eps;
-    }
-  } else {
-    L.array() -= std::min(lambda_min, S(0));
-    L.array() += eps;
-  }
-  for (index_t i = 0; i < n; ++i) L[i] = static_cast<S>(std::pow(L[i], S(-1.0 / root)));
+  if (L.size() == 0) return;
+  EigenvalueMap const m{root,
+                        epsilon,
+                        config.pseudo_inverse,
+                        config.perturb_before_computation,
+                        config.rank_atol,
+                        config.rank_rtol};
+  map_eigenvalues(HostContext{}, L.size(), L.data(), static_cast<S>(L.minCoeff()),
+                  static_cast<S>(L.maxCoeff()), m);
 }
 
 template <class S>
@@ -127,10 +112,18 @@ inline RootResult coupled_newton(ColMatrix<double> const& A, index_t p,
   X = std::pow(z, -alpha) * I;
   ColMatrix<double> M = z * A;
   ColMatrix<double> Mp(d, d), power(d, d), next(d, d);
-  r.error = (M - I).cwiseAbs().maxCoeff();
+  auto error = [&] {
+    double e = 0.0;
+    for (index_t i = 0; i < d * d; ++i) {
+      double const x = distance_to_identity(M.data(), d, i);
+      if (!(x <= e)) e = x;  // NaN propagates
+    }
+    return e;
+  };
+  r.error = error();
   while (r.error > config.tolerance && r.iterations < config.max_iterations) {
     ++r.iterations;
-    Mp = alpha * M + (1.0 - alpha) * I;
+    newton_affine(HostContext{}, d, M.data(), alpha, Mp.data());
     next.noalias() = X * Mp;
     X.swap(next);
     power = Mp;
@@ -140,7 +133,7 @@ inline RootResult coupled_newton(ColMatrix<double> const& A, index_t p,
     }
     next.noalias() = power * M;
     M.swap(next);
-    r.error = (M - I).cwiseAbs().maxCoeff();
+    r.error = error();
     if (!std::isfinite(r.error)) break;
   }
   if (!std::isfinite(r.error) || !X.allFinite())

@@ -9,15 +9,10 @@
 #include <cmath>
 
 #include "../core/config.hpp"
+#include "context.hpp"
 #include "plan.hpp"
 
 namespace tessel::shampoo {
-
-// Visits indices first(), first() + stride(), ... : sequentially on the host.
-struct HostContext {
-  TESSEL_HOST_DEVICE constexpr index_t first() const { return 0; }
-  TESSEL_HOST_DEVICE constexpr index_t stride() const { return 1; }
-};
 
 // Where a block's elements live in its parameter: the parameter's merged extents are a row-major
 // view of its contiguous storage; the block is the box [offset, offset + shape).
