@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tessel::cli::add_plan_commands(app);
   tessel::cli::add_flce_commands(app);
+  tessel::cli::add_shampoo_commands(app);
   try {
     app.parse(argc, argv);
   } catch (CLI::CallForHelp const&) {

@@ -1,0 +1,74 @@
+// A Shampoo step on a small MLP: two CombinedLinear layers (weight and bias in one matrix each)
+// fit a random teacher network. The blocking plan is computed by the compiler from the static
+// parameter shapes; the optimizer then takes one step per batch.
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include <tessel/shampoo.hpp>
+#include <tessel/tessel.hpp>
+
+using namespace tessel;
+using namespace tessel::literals;
+
+constexpr index_t in = 16, hidden = 32, out = 4, batch = 64;
+
+// Parameters (hidden, in + 1) and (out, hidden + 1), blocks of at most 24 per mode.
+constexpr auto plan = shampoo::make_plan(shampoo::plan_options(24_c, 1_c, 2),
+                                         make_shape(Int<hidden>{}, Int<in + 1>{}),
+                                         make_shape(Int<out>{}, Int<hidden + 1>{}));
+// (32, 17): rows [0, 24) [24, 32), all 17 columns; (4, 33): columns [0, 24) [24, 33).
+static_assert(plan.num_blocks() == 2 + 2);
+static_assert(plan.block_shape(1) == shampoo::Extents{8, 17});
+
+int main() {
+  std::printf("plan: %zu parameters, %zu blocks, %zu batch groups\n", plan.num_params(),
+              plan.num_blocks(), plan.num_groups());
+  for (std::size_t b = 0; b < plan.num_blocks(); ++b)
+    std::printf("  parameter %ld block %ld: offset %s shape %s, rank %ld\n",
+                static_cast<long>(plan.blocks[b].param), static_cast<long>(plan.blocks[b].index),
+                to_string(plan.block_offset(b)).c_str(), to_string(plan.block_shape(b)).c_str(),
+                static_cast<long>(plan.blocks[b].rank));
+
+  shampoo::CombinedLinear<float> l1(in, hidden, true, 1), l2(hidden, out, true, 2);
+  shampoo::CombinedLinear<float> t1(in, hidden, true, 3), t2(hidden, out, true, 4);  // teacher
+
+  shampoo::Options options;
+  options.lr = 0.02;
+  options.epsilon = 1e-8;
+  options.grafting = shampoo::adam_grafting();
+  options.precondition_frequency = 5;
+  shampoo::Shampoo<float> opt(plan, options);
+
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(batch * in), h(batch * hidden), y(batch * out), target(batch * out);
+  std::vector<float> th(batch * hidden);
+  std::vector<float> dy(batch * out), dh(batch * hidden);
+  std::vector<float> g1(l1.parameter().size()), g2(l2.parameter().size());
+  for (int step = 1; step <= 60; ++step) {
+    for (auto& v : x) v = normal(rng);
+    t1.forward(x, batch, th);
+    for (auto& v : th) v = std::tanh(v);
+    t2.forward(th, batch, target);
+    // Forward: y = l2(tanh(l1(x))), loss = mean squared error.
+    l1.forward(x, batch, h);
+    for (auto& v : h) v = std::tanh(v);
+    l2.forward(h, batch, y);
+    double loss = 0.0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      dy[i] = 2.0f * (y[i] - target[i]) / static_cast<float>(y.size());
+      loss += (y[i] - target[i]) * (y[i] - target[i]);
+    }
+    loss /= static_cast<double>(y.size());
+    // Backward into the combined parameters.
+    l2.backward(h, dy, batch, g2, dh);
+    for (std::size_t i = 0; i < dh.size(); ++i) dh[i] *= 1.0f - h[i] * h[i];
+    l1.backward(x, dh, batch, g1);
+    opt.step({l1.parameter(), l2.parameter()},
+             {std::span<float const>(g1), std::span<float const>(g2)});
+    if (step == 1 || step % 20 == 0) std::printf("step %2d  loss %.4f\n", step, loss);
+  }
+  return 0;
+}

@@ -1,0 +1,254 @@
+// Shampoo's hyper-parameters with Distributed Shampoo's defaults (lr 1e-2, betas (0.9, 1.0),
+// epsilon 1e-12, no momentum, decoupled weight decay 0, precondition_frequency 1, bias correction
+// on, no grafting, eigendecomposed inverse roots), and their validation with sentence errors.
+#pragma once
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+
+#include "../core/config.hpp"
+#include "../core/dtype.hpp"
+#include "../core/error.hpp"
+
+namespace tessel::shampoo {
+
+namespace detail {
+
+// A double as its shortest round-trip decimal ("1e-12", "0.9"), for error sentences.
+inline std::string format_number(double v) {
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  return ec == std::errc{} ? std::string(buffer, end) : std::string("?");
+}
+
+template <class T>
+decltype(auto) sentence_piece(T const& x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return format_number(static_cast<double>(x));
+  } else {
+    return (x);
+  }
+}
+
+// tessel::detail::sentence with doubles written in their shortest form.
+template <class... Pieces>
+std::string sentence(Pieces const&... pieces) {
+  return tessel::detail::sentence(sentence_piece(pieces)...);
+}
+
+}  // namespace detail
+
+// The diagonal method grafted onto Shampoo: each block's Shampoo direction is rescaled to the norm
+// of this method's direction.
+enum class GraftingType { none, sgd, adagrad, rmsprop, adam };
+
+struct GraftingConfig {
+  GraftingType type = GraftingType::none;
+  double beta2 = 1.0;  // RMSprop 0.99 and Adam 0.999 by default (see the helpers below)
+  double epsilon = 1e-10;
+};
+
+constexpr GraftingConfig no_grafting() {
+  return {};
+}
+constexpr GraftingConfig sgd_grafting() {
+  return {GraftingType::sgd, 1.0, 1e-10};
+}
+constexpr GraftingConfig adagrad_grafting(double epsilon = 1e-10) {
+  return {GraftingType::adagrad, 1.0, epsilon};
+}
+constexpr GraftingConfig rmsprop_grafting(double beta2 = 0.99, double epsilon = 1e-10) {
+  return {GraftingType::rmsprop, beta2, epsilon};
+}
+constexpr GraftingConfig adam_grafting(double beta2 = 0.999, double epsilon = 1e-10) {
+  return {GraftingType::adam, beta2, epsilon};
+}
+
+// How inverse roots are computed on amortized steps.
+enum class RootMethod { eigen, coupled_newton };
+
+// Eigendecomposition (Distributed Shampoo's EigenConfig): a failed decomposition in float is
+// retried in double; the eigenvalues are shifted so the smallest is >= epsilon (perturbation), or,
+// with pseudo_inverse, eigenvalues at or below max(rank_atol, rank_rtol * largest) are dropped.
+struct EigenConfig {
+  bool retry_double_precision = true;
+  bool perturb_before_computation = true;
+  bool pseudo_inverse = false;  // needs epsilon == 0
+  double rank_atol = 0.0;
+  double rank_rtol = 0.0;
+};
+
+// Coupled inverse Newton iteration (Distributed Shampoo's CoupledNewtonConfig).
+struct CoupledNewtonConfig {
+  index_t max_iterations = 100;
+  double tolerance = 1e-6;
+};
+
+struct RootConfig {
+  RootMethod method = RootMethod::eigen;
+  EigenConfig eigen{};
+  CoupledNewtonConfig coupled_newton{};
+};
+
+enum class WeightDecayType { decoupled, l2 };
+
+// Per tensor order: one exponent for every dimension, or exponents for some dimensions (the others
+// keep the default 1 / (2 * max(order, 1))). An exponent of 0 leaves that dimension
+// unpreconditioned; the root is 1 / exponent.
+using ExponentOverride = std::variant<double, std::map<index_t, double>>;
+using InverseExponentOverride = std::map<index_t, ExponentOverride>;
+
+struct Options {
+  double lr = 1e-2;
+  double beta1 = 0.9;
+  double beta2 = 1.0;
+  double beta3 = -1.0;  // -1: equal to beta1
+  double epsilon = 1e-12;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  bool use_nesterov = false;
+  double weight_decay = 0.0;
+  WeightDecayType weight_decay_type = WeightDecayType::decoupled;
+  index_t precondition_frequency = 1;
+  index_t start_preconditioning_step = -1;  // -1: precondition_frequency
+  bool use_bias_correction = true;
+  GraftingConfig grafting{};
+  InverseExponentOverride inverse_exponent_override{};
+  RootConfig root{};
+  DType factor_matrix_dtype = DType::f32;  // bf16, f16, f32 or f64
+  index_t num_tolerated_failed_amortized_computations = 3;
+};
+
+inline std::string_view grafting_name(GraftingType t) {
+  switch (t) {
+    case GraftingType::none:
+      return "none";
+    case GraftingType::sgd:
+      return "sgd";
+    case GraftingType::adagrad:
+      return "adagrad";
+    case GraftingType::rmsprop:
+      return "rmsprop";
+    case GraftingType::adam:
+      return "adam";
+  }
+  return "unknown";
+}
+
+// The exponent of dimension `dim` of a block of order `order`.
+inline double inverse_exponent(InverseExponentOverride const& overrides, index_t order,
+                               index_t dim) {
+  double const fallback = 1.0 / (2.0 * static_cast<double>(order > 1 ? order : 1));
+  auto it = overrides.find(order);
+  if (it == overrides.end()) return fallback;
+  if (auto const* all = std::get_if<double>(&it->second)) return *all;
+  auto const& per_dim = std::get<std::map<index_t, double>>(it->second);
+  auto d = per_dim.find(dim);
+  return d == per_dim.end() ? fallback : d->second;
+}
+
+// start_preconditioning_step with -1 resolved.
+inline index_t resolved_start_step(Options const& o) {
+  return o.start_preconditioning_step == -1 ? o.precondition_frequency
+                                            : o.start_preconditioning_step;
+}
+
+// beta3 with -1 resolved.
+inline double resolved_beta3(Options const& o) {
+  return o.beta3 == -1.0 ? o.beta1 : o.beta3;
+}
+
+// Throws tessel::Error naming the first invalid hyper-parameter and its value.
+inline void validate(Options const& o) {
+  auto bad = [](auto const&... pieces) {
+    tessel::detail::throw_error(detail::sentence(pieces...));
+  };
+  // NaN fails every comparison below, so each check is written as "must hold".
+  if (!(o.lr >= 0.0)) bad("lr must be >= 0, got ", o.lr, ".");
+  if (!(o.beta1 >= 0.0 && o.beta1 < 1.0)) bad("beta1 must be in [0, 1), got ", o.beta1, ".");
+  if (!(o.beta2 > 0.0 && o.beta2 <= 1.0)) bad("beta2 must be in (0, 1], got ", o.beta2, ".");
+  if (!(o.beta3 == -1.0 || (o.beta3 >= 0.0 && o.beta3 < 1.0)))
+    bad("beta3 must be -1 (equal to beta1) or in [0, 1), got ", o.beta3, ".");
+  if (o.root.method == RootMethod::eigen && o.root.eigen.pseudo_inverse) {
+    if (o.epsilon != 0.0)
+      bad("epsilon must be 0 when the pseudo-inverse is used, got ", o.epsilon, ".");
+  } else if (!(o.epsilon > 0.0 && std::isfinite(o.epsilon))) {
+    bad("epsilon must be > 0, got ", o.epsilon, ".");
+  }
+  if (!(o.momentum >= 0.0 && o.momentum < 1.0))
+    bad("momentum must be in [0, 1), got ", o.momentum, ".");
+  if (!(o.dampening >= 0.0 && o.dampening < 1.0))
+    bad("dampening must be in [0, 1), got ", o.dampening, ".");
+  if (!(o.weight_decay >= 0.0)) bad("weight_decay must be >= 0, got ", o.weight_decay, ".");
+  if (o.precondition_frequency < 1)
+    bad("precondition_frequency must be >= 1, got ", o.precondition_frequency, ".");
+  if (o.start_preconditioning_step < -1)
+    bad("start_preconditioning_step must be >= -1, got ", o.start_preconditioning_step, ".");
+  if (resolved_start_step(o) < o.precondition_frequency)
+    bad("start_preconditioning_step must be >= precondition_frequency (", o.precondition_frequency,
+        "), got ", o.start_preconditioning_step, ".");
+  switch (o.grafting.type) {
+    case GraftingType::none:
+    case GraftingType::sgd:
+      break;
+    case GraftingType::rmsprop:
+    case GraftingType::adam:
+      if (!(o.grafting.beta2 > 0.0 && o.grafting.beta2 <= 1.0))
+        bad("grafting beta2 must be in (0, 1], got ", o.grafting.beta2, ".");
+      [[fallthrough]];
+    case GraftingType::adagrad:
+      if (!(o.grafting.epsilon > 0.0))
+        bad("grafting epsilon must be > 0, got ", o.grafting.epsilon, ".");
+      break;
+    default:
+      bad("grafting type ", static_cast<int>(o.grafting.type), " is not a GraftingType.");
+  }
+  for (auto const& [order, value] : o.inverse_exponent_override) {
+    if (order < 0) bad("inverse_exponent_override has the order ", order, "; orders must be >= 0.");
+    if (auto const* all = std::get_if<double>(&value)) {
+      if (!(*all >= 0.0))
+        bad("inverse_exponent_override[", order, "] is ", *all, "; exponents must be >= 0.");
+    } else {
+      for (auto const& [dim, e] : std::get<std::map<index_t, double>>(value)) {
+        index_t const last = order > 1 ? order - 1 : 0;
+        if (dim < 0 || dim > last)
+          bad("inverse_exponent_override[", order, "] names dimension ", dim,
+              "; dimensions must be in [0, ", last, "].");
+        if (!(e >= 0.0))
+          bad("inverse_exponent_override[", order, "][", dim, "] is ", e,
+              "; exponents must be >= 0.");
+      }
+    }
+  }
+  if (o.root.method == RootMethod::coupled_newton) {
+    if (o.root.coupled_newton.max_iterations < 1)
+      bad("coupled Newton max_iterations must be >= 1, got ", o.root.coupled_newton.max_iterations,
+          ".");
+    if (!(o.root.coupled_newton.tolerance > 0.0))
+      bad("coupled Newton tolerance must be > 0, got ", o.root.coupled_newton.tolerance, ".");
+  } else if (o.root.method != RootMethod::eigen) {
+    bad("root method ", static_cast<int>(o.root.method), " is not a RootMethod.");
+  }
+  if (!(o.root.eigen.rank_atol >= 0.0))
+    bad("rank_atol must be >= 0, got ", o.root.eigen.rank_atol, ".");
+  if (!(o.root.eigen.rank_rtol >= 0.0))
+    bad("rank_rtol must be >= 0, got ", o.root.eigen.rank_rtol, ".");
+  if (o.factor_matrix_dtype != DType::bf16 && o.factor_matrix_dtype != DType::f16 &&
+      o.factor_matrix_dtype != DType::f32 && o.factor_matrix_dtype != DType::f64)
+    bad("factor_matrix_dtype must be bf16, f16, f32 or f64, got ",
+        dtype_name(o.factor_matrix_dtype), ".");
+  if (o.num_tolerated_failed_amortized_computations < 0)
+    bad("num_tolerated_failed_amortized_computations must be >= 0, got ",
+        o.num_tolerated_failed_amortized_computations, ".");
+  if (o.weight_decay_type != WeightDecayType::decoupled &&
+      o.weight_decay_type != WeightDecayType::l2)
+    bad("weight_decay_type ", static_cast<int>(o.weight_decay_type), " is not a WeightDecayType.");
+}
+
+}  // namespace tessel::shampoo

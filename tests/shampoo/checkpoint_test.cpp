@@ -1,0 +1,139 @@
+// State files: a safetensors file with key-path tensor names and format metadata; a bit-exact
+// save/load round trip; truncated, corrupted or foreign files refused with the optimizer
+// unchanged.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include <tessel/shampoo/checkpoint.hpp>
+
+#include "io/io_test_support.hpp"
+
+namespace {
+
+using namespace tessel;
+using namespace tessel::shampoo;
+using test_support::TempDir;
+
+Plan checkpoint_plan() {
+  return make_plan(PlanOptions<index_t, index_t>{4, 1, 1, DType::f32},
+                   std::vector<std::vector<index_t>>{{5, 4}, {2}});
+}
+
+Options checkpoint_options() {
+  Options o;
+  o.grafting = rmsprop_grafting();
+  o.factor_matrix_dtype = DType::bf16;
+  return o;
+}
+
+Shampoo<float> trained(int steps) {
+  Shampoo<float> opt(checkpoint_plan(), checkpoint_options());
+  std::vector<float> w(20, 1.0f), b(2, 0.0f);
+  for (int t = 0; t < steps; ++t) {
+    std::vector<float> gw(20), gb{0.5f, -0.25f * static_cast<float>(t)};
+    for (std::size_t i = 0; i < 20; ++i) gw[i] = std::sin(static_cast<float>(i + 7 * t));
+    opt.step({std::span<float>(w), std::span<float>(b)},
+             {std::span<float const>(gw), std::span<float const>(gb)});
+  }
+  return opt;
+}
+
+std::vector<char> file_bytes(std::filesystem::path const& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(std::filesystem::path const& p, std::vector<char> const& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+TEST(ShampooCheckpoint, FileHoldsKeyPathsAndMetadata) {
+  TempDir dir;
+  auto opt = trained(3);
+  save_checkpoint(opt, dir / "state.safetensors");
+  auto file = read_safetensors(dir / "state.safetensors");
+  EXPECT_EQ(file.metadata.at("format"), "tessel.shampoo.state/1");
+  EXPECT_EQ(file.metadata.at("step"), "3");
+  EXPECT_TRUE(file.contains("[\"0\",\"block_1\",\"shampoo\",\"factor_matrices\",\"0\"]"));
+  EXPECT_EQ(file.at("[\"0\",\"block_1\",\"shampoo\",\"factor_matrices\",\"0\"]").dtype,
+            DType::bf16);
+  EXPECT_EQ(file.at("[\"1\",\"step\"]").dtype, DType::i64);
+  EXPECT_EQ(file.tensors.size(), opt.state_dict().size());
+}
+
+TEST(ShampooCheckpoint, RoundTripIsBitExact) {
+  TempDir dir;
+  auto opt = trained(4);
+  save_checkpoint(opt, dir / "a.safetensors");
+  EXPECT_TRUE(load_state(dir / "a.safetensors") == opt.state_dict());
+  Shampoo<float> fresh(checkpoint_plan(), checkpoint_options());
+  load_checkpoint(fresh, dir / "a.safetensors");
+  EXPECT_EQ(fresh.step_count(), 4);
+  EXPECT_TRUE(fresh.state_dict() == opt.state_dict());
+  save_checkpoint(fresh, dir / "b.safetensors");
+  EXPECT_EQ(file_bytes(dir / "a.safetensors"), file_bytes(dir / "b.safetensors"));
+}
+
+void expect_refused(std::filesystem::path const& path, std::string const& fragment) {
+  auto opt = trained(2);
+  auto const before = opt.state_dict();
+  try {
+    load_checkpoint(opt, path);
+    ADD_FAILURE() << "loading " << path << " succeeded";
+  } catch (Error const& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(opt.state_dict() == before);
+  EXPECT_EQ(opt.step_count(), 2);
+}
+
+TEST(ShampooCheckpoint, DamagedOrForeignFilesChangeNothing) {
+  TempDir dir;
+  save_checkpoint(trained(5), dir / "good.safetensors");
+  auto bytes = file_bytes(dir / "good.safetensors");
+
+  auto truncated = bytes;
+  truncated.resize(bytes.size() - 3);
+  write_bytes(dir / "truncated.safetensors", truncated);
+  expect_refused(dir / "truncated.safetensors", "truncated.safetensors");
+
+  auto corrupted = bytes;
+  corrupted[12] = '\x01';  // inside the JSON header
+  write_bytes(dir / "corrupted.safetensors", corrupted);
+  expect_refused(dir / "corrupted.safetensors", "corrupted.safetensors");
+
+  expect_refused(dir / "missing.safetensors", "missing.safetensors");
+
+  SafetensorsFile foreign;
+  std::vector<float> one{1.0f};
+  foreign.tensors.push_back(make_safetensors_entry("weight", {1}, one));
+  write_safetensors(dir / "foreign.safetensors", foreign);
+  expect_refused(dir / "foreign.safetensors",
+                 "the state key \"weight\" is not a JSON array of strings");
+
+  // A state of another configuration: no momentum here, but the file has no RMSprop state.
+  Options plain;
+  Shampoo<float> other(checkpoint_plan(), plain);
+  save_checkpoint(other, dir / "other.safetensors");
+  expect_refused(dir / "other.safetensors", "the state has no key [\"0\",\"block_0\",\"adagrad\"]");
+}
+
+TEST(ShampooCheckpoint, DuplicatePathsAreRefused) {
+  SafetensorsFile file;
+  std::vector<std::int64_t> step{1};
+  file.tensors.push_back(make_safetensors_entry("[\"0\",\"step\"]", {}, step));
+  file.tensors.push_back(make_safetensors_entry("[\"0\", \"step\"]", {}, step));
+  try {
+    from_safetensors(file);
+    FAIL();
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(),
+                 "the state file names the key [\"0\",\"step\"] twice (as \"[\"0\", \"step\"]\").");
+  }
+}
+
+}  // namespace

@@ -1,0 +1,155 @@
+// The `tessel shampoo` commands on .npy files: inv-root of diag(1, 4), `run` equal bit for bit to
+// the library with the same options (the cross-check path against PyTorch), its state file, and
+// error sentences. The tests run the built CLI (build/bin/tessel) and skip, saying so, when it has
+// not been built.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <tessel/io/npy.hpp>
+#include <tessel/shampoo/checkpoint.hpp>
+
+#include "io/io_test_support.hpp"
+
+namespace {
+
+using namespace tessel;
+using namespace tessel::shampoo;
+using test_support::TempDir;
+
+std::filesystem::path cli_path() {
+  auto exe = std::filesystem::canonical("/proc/self/exe");
+  return exe.parent_path().parent_path() / "bin" / "tessel";
+}
+
+struct Result {
+  int status;
+  std::string out, err;
+};
+
+Result run_cli(TempDir const& dir, std::string const& args) {
+  auto err_file = dir / "stderr.txt";
+  std::string command = cli_path().string() + " " + args + " 2>" + err_file.string();
+  Result r{0, {}, {}};
+  FILE* pipe = popen(command.c_str(), "r");
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe)) r.out += buffer.data();
+  r.status = pclose(pipe);
+  std::ifstream in(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return r;
+}
+
+#define REQUIRE_CLI()                                             \
+  if (!std::filesystem::exists(cli_path()))                       \
+  GTEST_SKIP() << "the tessel CLI is not built at " << cli_path() \
+               << "; build the tessel_cli target (cmake --build build) to run this test"
+
+TEST(ShampooCli, InverseRootOfDiagonalOneFour) {
+  REQUIRE_CLI();
+  TempDir dir;
+  std::vector<double> a{1, 0, 0, 4};
+  std::array<std::int64_t, 2> shape{2, 2};
+  write_npy(dir / "A.npy", std::span<std::int64_t const>(shape), a);
+  for (char const* method : {"eigen", "coupled-newton"}) {
+    auto r =
+        run_cli(dir, "shampoo inv-root --input " + (dir / "A.npy").string() +
+                         " --root 2 --method " + method + " --out " + (dir / "B.npy").string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("\"root\": 2.0"), std::string::npos) << r.out;
+    auto b = read_npy(dir / "B.npy").as<double>();
+    EXPECT_NEAR(b[0], 1.0, 1e-6);
+    EXPECT_NEAR(b[3], 0.5, 1e-6);
+    EXPECT_NEAR(b[1], 0.0, 1e-6);
+  }
+}
+
+TEST(ShampooCli, InverseRootErrors) {
+  REQUIRE_CLI();
+  TempDir dir;
+  std::vector<float> a(6, 1.0f);
+  std::array<std::int64_t, 2> shape{2, 3};
+  write_npy(dir / "A.npy", std::span<std::int64_t const>(shape), a);
+  auto r = run_cli(dir, "shampoo inv-root --input " + (dir / "A.npy").string() +
+                            " --root 2 --out " + (dir / "B.npy").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "tessel: " + (dir / "A.npy").string() +
+                       " holds an array of shape (2, 3); inv-root needs a square matrix.\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "B.npy"));
+  r = run_cli(dir, "shampoo inv-root --input " + (dir / "A.npy").string() + " --root 0 --out " +
+                       (dir / "B.npy").string());
+  EXPECT_EQ(r.err, "tessel: the root must be > 0, got 0.\n");
+}
+
+TEST(ShampooCli, RunMatchesTheLibraryBitForBit) {
+  REQUIRE_CLI();
+  TempDir dir;
+  std::mt19937 rng(11);
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::vector<double> w(30), g(4 * 30);
+  for (auto& x : w) x = n(rng);
+  for (auto& x : g) x = n(rng);
+  std::array<std::int64_t, 2> ws{6, 5};
+  std::array<std::int64_t, 3> gs{4, 6, 5};
+  write_npy(dir / "W.npy", std::span<std::int64_t const>(ws), w);
+  write_npy(dir / "G.npy", std::span<std::int64_t const>(gs), g);
+  auto r = run_cli(dir, "shampoo run --param " + (dir / "W.npy").string() + " --grads " +
+                            (dir / "G.npy").string() + " --out " + (dir / "W1.npy").string() +
+                            " --save-state " + (dir / "state.safetensors").string() +
+                            " --lr 0.05 --beta2 0.99 --momentum 0.5 --nesterov --weight-decay 0.01"
+                            " --max-preconditioner-dim 4 --precondition-frequency 2"
+                            " --grafting adam --factor-dtype f64");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"dtype\": \"f64\", \"out\": \"" + (dir / "W1.npy").string() +
+                       "\", \"shape\": [6, 5], \"steps\": 4}\n");
+
+  Options o;
+  o.lr = 0.05;
+  o.beta2 = 0.99;
+  o.momentum = 0.5;
+  o.use_nesterov = true;
+  o.weight_decay = 0.01;
+  o.precondition_frequency = 2;
+  o.grafting = adam_grafting();
+  o.factor_matrix_dtype = DType::f64;
+  Shampoo<double> opt(
+      make_plan(PlanOptions<index_t, index_t>{4, 1, 1}, std::vector<std::vector<index_t>>{{6, 5}}),
+      o);
+  for (int t = 0; t < 4; ++t)
+    opt.step({std::span<double>(w)}, {std::span<double const>(g.data() + 30 * t, 30)});
+  EXPECT_EQ(read_npy(dir / "W1.npy").as<double>(), w);
+  EXPECT_TRUE(load_state(dir / "state.safetensors") == opt.state_dict());
+}
+
+TEST(ShampooCli, RunErrors) {
+  REQUIRE_CLI();
+  TempDir dir;
+  std::vector<float> w(6, 0.0f), g(2 * 5, 0.0f);
+  std::array<std::int64_t, 2> ws{2, 3};
+  std::array<std::int64_t, 2> gs{2, 5};
+  write_npy(dir / "W.npy", std::span<std::int64_t const>(ws), w);
+  write_npy(dir / "G.npy", std::span<std::int64_t const>(gs), g);
+  std::string const files = " --param " + (dir / "W.npy").string() + " --grads " +
+                            (dir / "G.npy").string() + " --out " + (dir / "W1.npy").string();
+  auto r = run_cli(dir, "shampoo run" + files);
+  EXPECT_EQ(r.err, "tessel: " + (dir / "G.npy").string() +
+                       " has shape (2, 5) but must be [steps, *(2, 3)] for the parameter in " +
+                       (dir / "W.npy").string() + ".\n");
+  r = run_cli(dir, "shampoo run" + files + " --beta1 1");
+  EXPECT_EQ(r.err, "tessel: beta1 must be in [0, 1), got 1.\n");
+  r = run_cli(dir, "shampoo run" + files + " --grafting lion");
+  EXPECT_EQ(r.err,
+            "tessel: --grafting must be none, sgd, adagrad, rmsprop or adam, got \"lion\".\n");
+  r = run_cli(dir, "shampoo run" + files + " --use-bias-correction maybe");
+  EXPECT_EQ(r.err, "tessel: --use-bias-correction must be true or false, got \"maybe\".\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "W1.npy"));
+}
+
+}  // namespace

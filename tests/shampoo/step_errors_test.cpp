@@ -1,0 +1,228 @@
+// Every error of the optimizer with its sentence: invalid hyper-parameters, step arguments
+// (checked before anything is written), NaN/Inf in a factor matrix, and too many failed inverse
+// roots in a row (the previous roots are kept until then); parameters are untouched on each.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <tessel/shampoo/optimizer.hpp>
+
+namespace {
+
+using namespace tessel;
+using namespace tessel::shampoo;
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (Error const& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string invalid(void (*change)(Options&)) {
+  Options o;
+  change(o);
+  return error_of([&] { validate(o); });
+}
+
+TEST(ShampooOptions, DefaultsAreDistributedShampoos) {
+  Options o;
+  EXPECT_EQ(o.lr, 1e-2);
+  EXPECT_EQ(o.beta1, 0.9);
+  EXPECT_EQ(o.beta2, 1.0);
+  EXPECT_EQ(o.epsilon, 1e-12);
+  EXPECT_EQ(o.momentum, 0.0);
+  EXPECT_EQ(o.weight_decay, 0.0);
+  EXPECT_EQ(o.weight_decay_type, WeightDecayType::decoupled);
+  EXPECT_EQ(o.precondition_frequency, 1);
+  EXPECT_EQ(o.start_preconditioning_step, -1);
+  EXPECT_EQ(resolved_start_step(o), 1);
+  EXPECT_TRUE(o.use_bias_correction);
+  EXPECT_EQ(o.grafting.type, GraftingType::none);
+  EXPECT_EQ(o.root.method, RootMethod::eigen);
+  EXPECT_EQ(o.root.coupled_newton.max_iterations, 100);
+  EXPECT_EQ(o.root.coupled_newton.tolerance, 1e-6);
+  EXPECT_EQ(o.factor_matrix_dtype, DType::f32);
+  EXPECT_EQ(o.num_tolerated_failed_amortized_computations, 3);
+  EXPECT_EQ(rmsprop_grafting().beta2, 0.99);
+  EXPECT_EQ(adam_grafting().beta2, 0.999);
+  EXPECT_EQ(adagrad_grafting().epsilon, 1e-10);
+  EXPECT_EQ(error_of([] { validate(Options{}); }), "no error");
+}
+
+TEST(ShampooOptions, EveryHyperParameterIsValidated) {
+  EXPECT_EQ(invalid([](Options& o) { o.lr = -0.1; }), "lr must be >= 0, got -0.1.");
+  EXPECT_EQ(invalid([](Options& o) { o.lr = std::nan(""); }), "lr must be >= 0, got nan.");
+  EXPECT_EQ(invalid([](Options& o) { o.beta1 = 1.0; }), "beta1 must be in [0, 1), got 1.");
+  EXPECT_EQ(invalid([](Options& o) { o.beta2 = 0.0; }), "beta2 must be in (0, 1], got 0.");
+  EXPECT_EQ(invalid([](Options& o) { o.beta3 = 1.5; }),
+            "beta3 must be -1 (equal to beta1) or in [0, 1), got 1.5.");
+  EXPECT_EQ(invalid([](Options& o) { o.epsilon = 0.0; }), "epsilon must be > 0, got 0.");
+  EXPECT_EQ(invalid([](Options& o) { o.root.eigen.pseudo_inverse = true; }),
+            "epsilon must be 0 when the pseudo-inverse is used, got 1e-12.");
+  EXPECT_EQ(invalid([](Options& o) { o.momentum = 1.0; }), "momentum must be in [0, 1), got 1.");
+  EXPECT_EQ(invalid([](Options& o) { o.dampening = -0.5; }),
+            "dampening must be in [0, 1), got -0.5.");
+  EXPECT_EQ(invalid([](Options& o) { o.weight_decay = -1e-4; }),
+            "weight_decay must be >= 0, got -1e-04.");
+  EXPECT_EQ(invalid([](Options& o) { o.precondition_frequency = 0; }),
+            "precondition_frequency must be >= 1, got 0.");
+  EXPECT_EQ(invalid([](Options& o) { o.start_preconditioning_step = -2; }),
+            "start_preconditioning_step must be >= -1, got -2.");
+  EXPECT_EQ(invalid([](Options& o) {
+              o.precondition_frequency = 10;
+              o.start_preconditioning_step = 5;
+            }),
+            "start_preconditioning_step must be >= precondition_frequency (10), got 5.");
+  EXPECT_EQ(invalid([](Options& o) { o.grafting = rmsprop_grafting(1.5); }),
+            "grafting beta2 must be in (0, 1], got 1.5.");
+  EXPECT_EQ(invalid([](Options& o) { o.grafting = adagrad_grafting(0.0); }),
+            "grafting epsilon must be > 0, got 0.");
+  EXPECT_EQ(invalid([](Options& o) { o.inverse_exponent_override[-1] = 0.5; }),
+            "inverse_exponent_override has the order -1; orders must be >= 0.");
+  EXPECT_EQ(invalid([](Options& o) { o.inverse_exponent_override[2] = -0.5; }),
+            "inverse_exponent_override[2] is -0.5; exponents must be >= 0.");
+  EXPECT_EQ(invalid([](Options& o) {
+              o.inverse_exponent_override[2] = std::map<index_t, double>{{2, 0.5}};
+            }),
+            "inverse_exponent_override[2] names dimension 2; dimensions must be in [0, 1].");
+  EXPECT_EQ(invalid([](Options& o) {
+              o.inverse_exponent_override[3] = std::map<index_t, double>{{1, -1.0}};
+            }),
+            "inverse_exponent_override[3][1] is -1; exponents must be >= 0.");
+  EXPECT_EQ(invalid([](Options& o) {
+              o.root.method = RootMethod::coupled_newton;
+              o.root.coupled_newton.max_iterations = 0;
+            }),
+            "coupled Newton max_iterations must be >= 1, got 0.");
+  EXPECT_EQ(invalid([](Options& o) {
+              o.root.method = RootMethod::coupled_newton;
+              o.root.coupled_newton.tolerance = 0.0;
+            }),
+            "coupled Newton tolerance must be > 0, got 0.");
+  EXPECT_EQ(invalid([](Options& o) { o.root.eigen.rank_atol = -1.0; }),
+            "rank_atol must be >= 0, got -1.");
+  EXPECT_EQ(invalid([](Options& o) { o.root.eigen.rank_rtol = -1.0; }),
+            "rank_rtol must be >= 0, got -1.");
+  EXPECT_EQ(invalid([](Options& o) { o.factor_matrix_dtype = DType::i32; }),
+            "factor_matrix_dtype must be bf16, f16, f32 or f64, got i32.");
+  EXPECT_EQ(invalid([](Options& o) { o.num_tolerated_failed_amortized_computations = -1; }),
+            "num_tolerated_failed_amortized_computations must be >= 0, got -1.");
+}
+
+Plan small_plan() {
+  return make_plan(PlanOptions<index_t, index_t>{4, 1, 1, DType::f32},
+                   std::vector<std::vector<index_t>>{{3, 2}, {4}});
+}
+
+TEST(ShampooConstruction, RejectsInvalidOptionsAndRoots) {
+  Options o;
+  o.lr = -1.0;
+  EXPECT_EQ(error_of([&] { Shampoo<float>(small_plan(), o); }), "lr must be >= 0, got -1.");
+  Options n;
+  n.root.method = RootMethod::coupled_newton;
+  n.inverse_exponent_override[1] = 0.4;  // root 2.5
+  EXPECT_EQ(error_of([&] { Shampoo<float>(small_plan(), n); }),
+            "inverse_exponent_override gives dimension 0 of 1-D blocks the exponent 0.4, but "
+            "coupled Newton needs a whole-number root, got 2.5.");
+  Shampoo<float> opt(small_plan());
+  EXPECT_EQ(error_of([&] { opt.set_lr(-2.0); }), "lr must be >= 0, got -2.");
+}
+
+// Runs one step and checks that an error leaves parameters, step count and state unchanged.
+template <class T>
+std::string failed_step(Shampoo<T>& opt, std::vector<std::vector<T>>& params,
+                        std::vector<std::vector<T>> const& grads) {
+  auto const before_params = params;
+  auto const before_state = opt.state_dict();
+  auto const before_step = opt.step_count();
+  std::vector<std::span<T>> ps(params.begin(), params.end());
+  std::vector<std::span<T const>> gs(grads.begin(), grads.end());
+  std::string const e = error_of([&] { opt.step(ps, gs); });
+  EXPECT_EQ(params, before_params);
+  EXPECT_EQ(opt.step_count(), before_step);
+  EXPECT_TRUE(opt.state_dict() == before_state);
+  return e;
+}
+
+TEST(ShampooStepErrors, ArgumentsAreCheckedBeforeAnyWrite) {
+  Shampoo<float> opt(small_plan());
+  std::vector<std::vector<float>> params{std::vector<float>(6, 1.0f), std::vector<float>(4, 1.0f)};
+  std::vector<std::vector<float>> grads{std::vector<float>(6, 0.5f), std::vector<float>(4, 0.5f)};
+  std::vector<std::vector<float>> one{params[0]};
+  std::vector<std::span<float>> ps(one.begin(), one.end());
+  std::vector<std::span<float const>> gs(grads.begin(), grads.end());
+  EXPECT_EQ(error_of([&] { opt.step(ps, gs); }), "step got 1 parameters but the plan has 2.");
+  std::vector<std::span<float>> ps2(params.begin(), params.end());
+  std::vector<std::span<float const>> gs1(grads.begin(), grads.begin() + 1);
+  EXPECT_EQ(error_of([&] { opt.step(ps2, gs1); }), "step got 1 gradients but the plan has 2.");
+  auto short_param = params;
+  short_param[1].pop_back();
+  EXPECT_EQ(failed_step(opt, short_param, grads),
+            "parameter 1 has 3 elements but its planned shape (4) has 4.");
+  auto short_grad = grads;
+  short_grad[0].push_back(0.0f);
+  EXPECT_EQ(failed_step(opt, params, short_grad),
+            "the gradient of parameter 0 has 7 elements but its planned shape (3,2) has 6.");
+  auto nan_grad = grads;
+  nan_grad[1][2] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(
+      failed_step(opt, params, nan_grad),
+      "the gradient of parameter 1 has the value nan at element 2; gradients must be finite.");
+  auto inf_grad = grads;
+  inf_grad[0][5] = -std::numeric_limits<float>::infinity();
+  EXPECT_EQ(
+      failed_step(opt, params, inf_grad),
+      "the gradient of parameter 0 has the value -inf at element 5; gradients must be finite.");
+}
+
+TEST(ShampooStepErrors, NonFiniteFactorNamesParameterAndBlock) {
+  // A finite gradient of 1e30 overflows g g^T in float: the factor holds Inf at the first
+  // inverse-root computation. The factors were accumulated; the parameters are untouched.
+  auto plan = make_plan(PlanOptions<index_t, index_t>{2, 1, 1, DType::f32},
+                        std::vector<std::vector<index_t>>{{3}, {2, 4}});
+  Shampoo<float> opt(plan);
+  std::vector<std::vector<float>> params{std::vector<float>(3, 1.0f), std::vector<float>(8, 1.0f)};
+  std::vector<std::vector<float>> grads{std::vector<float>(3, 0.5f), std::vector<float>(8, 0.5f)};
+  grads[1][6] = 1e30f;  // element (1, 2): block 1 of parameter 1
+  auto const before = params;
+  std::vector<std::span<float>> ps(params.begin(), params.end());
+  std::vector<std::span<float const>> gs(grads.begin(), grads.end());
+  EXPECT_EQ(error_of([&] { opt.step(ps, gs); }),
+            "factor matrix 0 of parameter 1, block 1 has NaN or Inf values at step 1.");
+  EXPECT_EQ(params, before);
+}
+
+TEST(ShampooStepErrors, FailedRootsKeepThePreviousOnesUntilTheToleranceIsExceeded) {
+  Options o;
+  o.root.method = RootMethod::coupled_newton;
+  o.root.coupled_newton.max_iterations = 1;  // never reaches the tolerance
+  auto plan = make_plan(PlanOptions<index_t, index_t>{8, 1, 1, DType::f32},
+                        std::vector<std::vector<index_t>>{{4}});
+  Shampoo<double> opt(plan, o);
+  std::vector<std::vector<double>> params{{1.0, 2.0, 3.0, 4.0}};
+  std::vector<std::vector<double>> grads{{0.5, -1.0, 0.25, 2.0}};
+  std::vector<std::span<double>> ps(params.begin(), params.end());
+  std::vector<std::span<double const>> gs(grads.begin(), grads.end());
+  for (int t = 1; t <= 3; ++t) {
+    opt.step(ps, gs);
+    EXPECT_EQ(opt.failed_amortized_computations(0), t);
+    auto X = opt.inverse_root(0, 0);  // still the initial identity
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j)
+        EXPECT_EQ(X[static_cast<std::size_t>(i * 4 + j)], i == j ? 1.0 : 0.0);
+  }
+  auto const before = params;
+  EXPECT_EQ(error_of([&] { opt.step(ps, gs); }),
+            "the inverse roots of parameter 0, block 0 failed 4 amortized computations in a row, "
+            "more than the 3 tolerated; the last time coupled Newton did not reach its tolerance.");
+  EXPECT_EQ(params, before);
+}
+
+}  // namespace
