@@ -394,7 +394,9 @@ void run_assignment(DV const& dst, Node const& node, X const& executor) {
     throw_error(sentence("cannot assign an expression of shape ",
                          tessel::detail::shape_string(node.shape()), " to a tensor of shape ",
                          tessel::detail::shape_string(dshape), "."));
-  if constexpr (materialized_v<Node>) {
+  if constexpr (Node::rank > tessel::detail::tensor_rank<DV>()) {
+    return;  // unreachable: broadcasts_to is false when the expression has more modes
+  } else if constexpr (materialized_v<Node>) {
     bool exact = Node::rank == dshape.size();
     for (std::size_t k = 0; exact && k < Node::rank; ++k) exact = node.shape()[k] == dshape[k];
     if (!exact) {

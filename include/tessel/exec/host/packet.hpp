@@ -63,6 +63,30 @@ P exp_packet(P const& x) {
   return ei::pselect(ei::pcmp_eq(x, x), r, x);  // NaN in, NaN out
 }
 
+// Eigen 3.4's float psqrt under its default EIGEN_FAST_MATH is rsqrt plus one Newton step (about
+// 2 ulp, denormal results flushed); sqrt should be correctly rounded, so the exact instructions
+// are used where Eigen's float packets are SSE / AVX / AVX-512 registers.
+// (Overloads, not is_same: the packet types are vector-attributed built-in types.)
+template <class P>
+P sqrt_packet(P const& x) {
+  return ei::psqrt(x);  // double packets are exact
+}
+#if defined(EIGEN_VECTORIZE_SSE)
+inline ei::Packet4f sqrt_packet(ei::Packet4f const& x) {
+  return _mm_sqrt_ps(x);
+}
+#endif
+#if defined(EIGEN_VECTORIZE_AVX)
+inline ei::Packet8f sqrt_packet(ei::Packet8f const& x) {
+  return _mm256_sqrt_ps(x);
+}
+#endif
+#if defined(EIGEN_VECTORIZE_AVX512)
+inline ei::Packet16f sqrt_packet(ei::Packet16f const& x) {
+  return _mm512_sqrt_ps(x);
+}
+#endif
+
 template <class P>
 P tanh_packet(P const& x) {
   return ei::pselect(ei::pcmp_eq(x, x), ei::ptanh(x), x);
@@ -187,7 +211,7 @@ struct PacketOp<ops::Sqrt> {
   }
   template <class P>
   static P apply(ops::Sqrt, P const& a) {
-    return ei::psqrt(a);
+    return sqrt_packet(a);
   }
 };
 template <>
