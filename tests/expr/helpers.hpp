@@ -59,7 +59,8 @@ template <class Tn>
 std::vector<double> elements(Tn const& t) {
   index_t const n = to_index(size(t.layout()));
   std::vector<double> v(static_cast<std::size_t>(n));
-  for (index_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<double>(t[i]);
+  for (index_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<double>(load_element(t[i]));
   return v;
 }
 
