@@ -23,7 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "../expr/arithmetic.hpp"
 #include "../expr/assign.hpp"
+#include "../expr/math.hpp"
 #include "../expr/reduce.hpp"
 #include "../expr/softmax.hpp"
 #include "body/context.hpp"
@@ -35,6 +37,8 @@
 #include "lower.hpp"
 
 namespace tessel::exec::detail {
+
+using tessel::detail::view_of;
 
 // Elements per block of a reduction over every mode (fixed, so results do not depend on threads).
 inline constexpr index_t reduce_block = index_t{1} << 15;
@@ -163,7 +167,7 @@ typename Op::state_type reduce_range(Nest const& nest, Op const& op, Ev ev, inde
 template <std::size_t R>
 constexpr std::array<std::size_t, R> identity_map() {
   std::array<std::size_t, R> m{};
-  for (std::size_t t = 0; t < R; ++t) m[t] = t;
+  for (std::size_t t = 0; t != R; ++t) m[t] = t;
   return m;
 }
 
@@ -190,7 +194,7 @@ void run_assignment(DV const& dst, Node const& node, X const& executor);
 template <class Node, class X>
 auto materialize(Node const& node, X const& executor) {
   auto tmp = make_compact<typename Node::value_type>(node.shape());
-  run_assignment(tmp.view(), node, executor);
+  run_assignment(view_of(tmp), node, executor);
   return tmp;
 }
 
@@ -219,10 +223,10 @@ void run_elementwise_assignment(DV const& dst, Node const& node, X const& execut
   };
   if (b.needs_temporary(nest, true)) {
     auto tmp = make_compact<T>(shape);
-    b.set_destination(tmp.view(), identity_map<R>());
+    b.set_destination(view_of(tmp), identity_map<R>());
     nest = b.lower();
-    pass(tmp.data());
-    run_assignment(dst, tessel::detail::TensorLeaf<decltype(tmp.view())>(tmp.view()), executor);
+    pass(view_of(tmp).data());
+    run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)), executor);
     return;
   }
   pass(dst.data());
@@ -271,7 +275,7 @@ void run_reduction(DV const& dst, Node const& node, X const& executor) {
   }
   std::array<bool, at_least_one<R>> reduced{};
   std::array<std::size_t, RD> map{};
-  for (std::size_t k = 0, t = 0; k < R; ++k) {
+  for (std::size_t k = 0, t = 0; k != R; ++k) {
     bool const r = Node::over_all || k == Node::axis;
     reduced[k] = r;
     if (!r || Node::keeps_mode) map[t++] = k;
@@ -316,10 +320,10 @@ void run_reduction(DV const& dst, Node const& node, X const& executor) {
   };
   if (b.needs_temporary(nest, false)) {
     auto tmp = make_compact<T>(node.shape());
-    b.set_destination(tmp.view(), map);
+    b.set_destination(view_of(tmp), map);
     nest = b.lower();
-    pass(tmp.data());
-    run_assignment(dst, tessel::detail::TensorLeaf<decltype(tmp.view())>(tmp.view()), executor);
+    pass(view_of(tmp).data());
+    run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)), executor);
     return;
   }
   pass(dst.data());
@@ -376,10 +380,10 @@ void run_row_op(DV const& dst, Node const& node, X const& executor) {
   };
   if (b.needs_temporary(nest, true)) {
     auto tmp = make_compact<T>(shape);
-    b.set_destination(tmp.view(), identity_map<R>());
+    b.set_destination(view_of(tmp), identity_map<R>());
     nest = b.lower();
-    pass(tmp.data());
-    run_assignment(dst, tessel::detail::TensorLeaf<decltype(tmp.view())>(tmp.view()), executor);
+    pass(view_of(tmp).data());
+    run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)), executor);
     return;
   }
   pass(dst.data());
@@ -398,11 +402,12 @@ void run_assignment(DV const& dst, Node const& node, X const& executor) {
     return;  // unreachable: broadcasts_to is false when the expression has more modes
   } else if constexpr (materialized_v<Node>) {
     bool exact = Node::rank == dshape.size();
-    for (std::size_t k = 0; exact && k < Node::rank; ++k) exact = node.shape()[k] == dshape[k];
+    for (std::size_t k = 0; exact && k != Node::rank; ++k) exact = node.shape()[k] == dshape[k];
     if (!exact) {
       // A reduction or softmax broadcast into a larger destination: evaluate, then broadcast.
       auto tmp = materialize(node, executor);
-      run_assignment(dst, tessel::detail::TensorLeaf<decltype(tmp.view())>(tmp.view()), executor);
+      run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)),
+                     executor);
     } else if constexpr (is_reduce<Node>::value) {
       run_reduction(dst, node, executor);
     } else {
@@ -422,7 +427,7 @@ namespace detail {
 // The default executor for `dst = src` (see expr/assign.hpp).
 template <class E, class L, Expression S>
 void execute_default(Tensor<E, L>& dst, S const& src) {
-  exec::detail::run_assignment(dst.view(), src, exec::Auto{});
+  exec::detail::run_assignment(view_of(dst), src, exec::Auto{});
 }
 
 }  // namespace detail
@@ -432,7 +437,7 @@ void execute_default(Tensor<E, L>& dst, S const& src) {
 template <class D, Operand Src, exec::HostExecutor X>
 requires TensorType<D>
 void assign(D&& dst, Src const& src, X const& executor) {
-  exec::detail::run_assignment(dst.view(), as_expr(src), executor);
+  exec::detail::run_assignment(detail::view_of(dst), as_expr(src), executor);
 }
 
 // The single element of an expression (a full reduction, or any expression of size 1).
@@ -443,8 +448,9 @@ auto item(Src const& src) {
   check(n == 1, "item() needs an expression with one element, not one of shape ",
         detail::shape_string(e.shape()), ".");
   auto tmp = exec::detail::make_compact<typename decltype(e)::value_type>(e.shape());
-  exec::detail::run_assignment(tmp.view(), e, exec::Auto{});
-  return tmp[0];
+  auto v = detail::view_of(tmp);
+  exec::detail::run_assignment(v, e, exec::Auto{});
+  return v[0];
 }
 
 }  // namespace tessel

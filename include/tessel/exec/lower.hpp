@@ -181,7 +181,7 @@ template <std::size_t RV, std::size_t R>
 constexpr std::array<std::size_t, RV> trailing_map() {
   static_assert(RV <= R, "tessel: internal: an operand has more modes than the iteration.");
   std::array<std::size_t, RV> m{};
-  for (std::size_t t = 0; t < RV; ++t) m[t] = t + R - RV;
+  for (std::size_t t = 0; t != RV; ++t) m[t] = t + R - RV;
   return m;
 }
 
@@ -200,7 +200,7 @@ struct Boundaries {
 template <std::size_t R, std::size_t K>
 bool merge_boundaries(Boundaries<R, K>& b, OperandDesc<R, K> const& d, ExprShape<R> const& shape) {
   Boundaries<R, K> out = b;
-  for (std::size_t k = 0; k < R; ++k) {
+  for (std::size_t k = 0; k != R; ++k) {
     if (d.count[k] < 2 || shape[k] == 0) continue;
     index_t p = 1;
     for (index_t l = d.first[k] + d.count[k] - 1; l > d.first[k]; --l) {
@@ -274,7 +274,7 @@ LoopNest<K, N> make_loop_nest(OperandDesc<R, K> const* ops, index_t n_ops,
   bool red[K] = {};
   index_t str[N][K] = {};
   index_t n = 0;
-  for (std::size_t k = 0; k < R; ++k) {
+  for (std::size_t k = 0; k != R; ++k) {
     index_t splits[K + 1] = {};
     index_t ns = 0;
     splits[ns++] = 1;
@@ -334,7 +334,7 @@ LoopNest<K, N> make_loop_nest(OperandDesc<R, K> const* ops, index_t n_ops,
   emit_group(0, kept);
   nest.outer = nest.rank;
   bool any_reduced = false;
-  for (std::size_t k = 0; k < R; ++k) any_reduced = any_reduced || reduced[k];
+  for (std::size_t k = 0; k != R; ++k) any_reduced = any_reduced || reduced[k];
   if (any_reduced) emit_group(kept, no);
   for (index_t m = 0; m < nest.outer; ++m)
     if (nest.extent[m] > 1 && nest.stride[0][m] == 0) nest.destination_repeats = true;
@@ -419,7 +419,8 @@ class Binder {
     if (merge_boundaries(bounds_, d, shape_)) return push<T>(d);
     auto tmp = make_compact<T>(tessel::detail::logical_shape(v));
     index_t const n = to_index(size(tmp.layout()));
-    for (index_t i = 0; i < n; ++i) tmp[i] = v[i];
+    auto tv = tessel::detail::view_of(tmp);
+    for (index_t i = 0; i < n; ++i) tv[i] = v[i];
     return add_owned(std::move(tmp), false);
   }
 
@@ -430,7 +431,8 @@ class Binder {
     auto owned = std::make_shared<std::remove_cvref_t<HT>>(std::forward<HT>(tmp));
     temporaries_.push_back(owned);
     constexpr std::size_t RV = tessel::detail::tensor_rank<std::remove_cvref_t<HT>>();
-    auto d = describe<R, K>(owned->view(), trailing_map<RV, R>(), shape_, user_memory);
+    auto d =
+        describe<R, K>(tessel::detail::view_of(*owned), trailing_map<RV, R>(), shape_, user_memory);
     bool ok = merge_boundaries(bounds_, d, shape_);  // compact: no split points inside a mode
     (void)ok;
     return push<T>(d);

@@ -46,7 +46,7 @@ namespace detail {
 template <std::size_t R>
 std::string shape_string(ExprShape<R> const& s) {
   std::string out = "(";
-  for (std::size_t k = 0; k < R; ++k) {
+  for (std::size_t k = 0; k != R; ++k) {
     if (k) out.push_back(',');
     out.append(std::to_string(s[k]));
   }
@@ -67,7 +67,7 @@ template <std::size_t A, std::size_t B>
 ExprShape<(A > B ? A : B)> broadcast_shapes(ExprShape<A> const& a, ExprShape<B> const& b) {
   constexpr std::size_t R = A > B ? A : B;
   ExprShape<R> out{};
-  for (std::size_t k = 0; k < R; ++k) {
+  for (std::size_t k = 0; k != R; ++k) {
     index_t ea = k + A >= R ? a[k + A - R] : 1;
     index_t eb = k + B >= R ? b[k + B - R] : 1;
     if (ea != eb && ea != 1 && eb != 1)
@@ -84,7 +84,7 @@ constexpr bool broadcasts_to(ExprShape<A> const& from, ExprShape<B> const& to) {
   if constexpr (A > B) {
     return false;
   } else {
-    for (std::size_t k = 0; k < A; ++k) {
+    for (std::size_t k = 0; k != A; ++k) {
       index_t e = from[k], t = to[k + B - A];
       if (e != t && e != 1) return false;
     }

@@ -41,6 +41,21 @@ struct ScalarLeaf : ExprBase {
   ExprShape<0> shape() const noexcept { return {}; }
 };
 
+// A non-owning view of t. For an owning tensor it is built here, in host code: Tensor::view() is
+// TESSEL_HOST_DEVICE and reaches the host-only storage engine, which nvcc rejects.
+template <TensorType T>
+auto view_of(T const& t) {
+  if constexpr (T::owning) {
+    using E = typename T::element_type;
+    using V = ViewEngine<E, typename T::space>;
+    auto const& engine = t.engine();
+    return Tensor<V, typename T::layout_type>(V{engine.data(), engine.data(), engine.size()},
+                                              t.layout());
+  } else {
+    return t;
+  }
+}
+
 template <class T>
 constexpr void refuse_owning_temporary_operand() {
   static_assert(!(OwningTensor<T> && !std::is_lvalue_reference_v<T>),
@@ -59,7 +74,7 @@ auto as_expr(X&& x) {
     return U(x);
   } else if constexpr (TensorType<U>) {
     detail::refuse_owning_temporary_operand<X>();
-    return detail::TensorLeaf<decltype(x.view())>(x.view());
+    return detail::TensorLeaf<decltype(detail::view_of(x))>(detail::view_of(x));
   } else {
     return detail::ScalarLeaf<compute_t<U>>(load_element(x));
   }

@@ -76,7 +76,7 @@ struct Reduce : ExprBase {
   explicit Reduce(E const& e) : input(e), extents{} {
     auto const& in = e.shape();
     std::size_t t = 0;
-    for (std::size_t k = 0; k < E::rank; ++k) {
+    for (std::size_t k = 0; k != E::rank; ++k) {
       bool reduced = over_all || k == Axis;
       if (!reduced)
         extents[t++] = in[k];

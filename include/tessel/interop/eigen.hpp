@@ -120,7 +120,7 @@ auto as_eigen_tensor(T const& t) {
   using TT = Eigen::Tensor<V, static_cast<int>(R), Eigen::RowMajor, Eigen::Index>;
   using MapT = Eigen::TensorMap<std::conditional_t<std::is_const_v<E>, TT const, TT>>;
   Eigen::array<Eigen::Index, R> dims{};
-  for (std::size_t k = 0; k < R; ++k) dims[k] = shape[static_cast<index_t>(k)];
+  for (std::size_t k = 0; k != R; ++k) dims[k] = shape[static_cast<index_t>(k)];
   return MapT(t.data(), dims);
 }
 

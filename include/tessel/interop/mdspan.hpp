@@ -86,7 +86,7 @@ auto to_mdspan(T const& t) {
   for (std::size_t a = 0; a < R && ok; ++a) {
     if (extents[a] <= 1) continue;
     index_t reach = 0;
-    for (std::size_t b = 0; b < R; ++b)
+    for (std::size_t b = 0; b != R; ++b)
       if (b != a && extents[b] > 1 &&
           (strides[b] < strides[a] || (strides[b] == strides[a] && b > a)))
         reach += (extents[b] - 1) * strides[b];

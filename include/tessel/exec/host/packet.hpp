@@ -7,7 +7,34 @@
 // run load the remaining lanes into a zero-padded buffer, so every element of a run, tail included,
 // is computed by the same packet code (results do not depend on how runs are split across
 // threads). Host only.
+//
+// Under nvcc this header declares the traits as "no packet form" and includes no Eigen: Eigen 3.4
+// does not compile warning-free there, and CUDA translation units evaluate on the device anyway.
+// The host executor in a CUDA TU then runs the scalar kernel bodies.
 #pragma once
+
+#if defined(__CUDACC__)
+
+#include "../../core/config.hpp"
+
+namespace tessel::exec::host {
+template <class S>
+inline constexpr bool vectorizable_v = false;
+template <class Ev, class S>
+inline constexpr bool packetizable_v = false;
+template <class S, class Op>
+inline constexpr bool packet_reducible_v = false;
+template <class S>
+inline constexpr index_t packet_width = 1;
+template <class S, bool Contiguous, class D, class Ev>
+void packet_run(D const&, Ev const&, index_t, index_t) {}
+template <class S, bool Contiguous, class Op, class Ev>
+typename Op::state_type packet_reduce_run(Op const& op, Ev const&, index_t, index_t) {
+  return op.identity();
+}
+}  // namespace tessel::exec::host
+
+#else
 
 #include <Eigen/Core>
 #include <cstddef>
@@ -499,3 +526,5 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const& ev, index_t be
 }
 
 }  // namespace tessel::exec::host
+
+#endif  // __CUDACC__
