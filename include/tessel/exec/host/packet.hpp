@@ -76,18 +76,15 @@ enum class Load { contiguous, general, tail };
 
 // ---- exp with IEEE edge cases ----
 
-// Eigen 3.4's pexp clamps its argument, so pexp(-inf) is ~1e-39 (not 0) and pexp(100.f) is
-// finite. logsumexp needs exp(-inf) == 0 exactly, so the clamped ranges are fixed up here.
+// Eigen 3.4's pexp clamps its argument from below, so on SSE / AVX pexp(-inf) is ~3e-39, not 0
+// (AVX-512 flushes it). logsumexp needs exp(-inf) == 0 exactly, so arguments below
+// ln(FLT_MIN)-ish give 0 (the exact result there is a denormal under 3e-39). Above the range pexp
+// already gives +inf, and NaN stays NaN (checked by tests/exec/packet_test.cpp).
 template <class P>
 P exp_packet(P const& x) {
   using S = typename ei::unpacket_traits<P>::type;
-  constexpr S hi = std::is_same_v<S, float> ? S(88.7228394) : S(709.782712893384);
   constexpr S lo = std::is_same_v<S, float> ? S(-88.72283) : S(-709.78);
-  P r = ei::pexp(x);
-  r = ei::pselect(ei::pcmp_lt(x, ei::pset1<P>(lo)), ei::pzero(x), r);
-  r = ei::pselect(ei::pcmp_lt(ei::pset1<P>(hi), x),
-                  ei::pset1<P>(std::numeric_limits<S>::infinity()), r);
-  return ei::pselect(ei::pcmp_eq(x, x), r, x);  // NaN in, NaN out
+  return ei::pandnot(ei::pexp(x), ei::pcmp_lt(x, ei::pset1<P>(lo)));
 }
 
 // Eigen 3.4's float psqrt under its default EIGEN_FAST_MATH is rsqrt plus one Newton step (about
@@ -416,12 +413,34 @@ void pstore(DstEval<T, K> const& d, index_t i, packet_t<S> const& p, index_t cou
   }
 }
 
+#if defined(EIGEN_VECTORIZE_AVX512)
+inline constexpr index_t packet_unroll = 4;
+#else
+inline constexpr index_t packet_unroll = 1;
+#endif
+
 // dst(i) = ev(i) for i in [begin, end) of the innermost mode.
 template <class S, bool Contiguous, class D, class Ev>
-void packet_run(D const& dst, Ev const& ev, index_t begin, index_t end) {
+void packet_run(D const& dst_in, Ev const& ev_in, index_t begin, index_t end) {
+  // Local copies: the packet stores may alias anything, so pointers read through the arguments
+  // would be reloaded after every store; locals whose address is never taken stay in registers.
+  D const dst = dst_in;
+  Ev const ev = ev_in;
   constexpr index_t W = packet_width<S>;
   constexpr Load L = Contiguous ? Load::contiguous : Load::general;
   index_t i = begin;
+  // Several independent packets per iteration where the register file holds them (AVX-512 has
+  // 32 vector registers); with SSE's 16 the unrolled exp spills and runs slower (measured with
+  // tools/bench/host_expr_bench.cpp).
+  if constexpr (packet_unroll > 1) {
+    for (; i + packet_unroll * W <= end; i += packet_unroll * W) {
+      [&]<std::size_t... U>(std::index_sequence<U...>) {
+        packet_t<S> const p[] = {peval<L, S>(ev, i + index_t(U) * W, W)...};
+        (pstore<L, S>(dst, i + index_t(U) * W, p[U], W), ...);
+      }
+      (std::make_index_sequence<packet_unroll>{});
+    }
+  }
   for (; i + W <= end; i += W) pstore<L, S>(dst, i, peval<L, S>(ev, i, W), W);
   if (i < end) pstore<Load::tail, S>(dst, i, peval<Load::tail, S>(ev, i, end - i), end - i);
 }
@@ -498,23 +517,29 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const& ev, index_t be
     return s;
   } else {
     static_assert(std::is_same_v<Op, LogSumExpOp<S>>, "tessel: internal: no packet reduction.");
-    // Per lane: a running max m and sum s of exp(x - shift(m)); each group of four packets
-    // rescales s once, so there are 1.25 exps per element.
+    // Per lane: a running max m and a sum s of exp(x - sh), sh = shift(m) (m when finite, else
+    // 0). A group of four packets rescales s only when some lane's maximum grows, so after the
+    // first groups of a row there is one exp per element. A NaN never raises m (comparisons with
+    // NaN are false) but makes that lane's s NaN for good, which finalize turns into NaN.
     P const zero = ei::pzero(P{});
     P const inf = ei::pset1<P>(std::numeric_limits<S>::infinity());
     P m = ei::pset1<P>(-std::numeric_limits<S>::infinity());
+    P sh = zero;
     P s = zero;
-    auto shift = [&](P const& v) { return ei::pselect(ei::pcmp_lt(ei::pabs(v), inf), v, zero); };
     packet_scan<S, Contiguous>(
         ev, begin, end, -std::numeric_limits<S>::infinity(), [&](P x0, P x1, P x2, P x3) {
-          P const mx = ei::pmax<Eigen::PropagateNaN>(ei::pmax<Eigen::PropagateNaN>(x0, x1),
-                                                     ei::pmax<Eigen::PropagateNaN>(x2, x3));
-          P const mn = ei::pmax<Eigen::PropagateNaN>(m, mx);
-          P const sh = shift(mn);
+          P const mx = ei::pmax(ei::pmax(x0, x1), ei::pmax(x2, x3));
+          P const grow = ei::pcmp_lt(m, mx);
+          if (ei::predux_any(grow)) {
+            P const mn = ei::pselect(grow, mx, m);
+            P const nsh = ei::pselect(ei::pcmp_lt(ei::pabs(mn), inf), mn, zero);
+            s = ei::pmul(s, exp_packet(ei::psub(m, nsh)));  // m = -inf: exp gives exactly 0
+            m = mn;
+            sh = nsh;
+          }
           P const e01 = ei::padd(exp_packet(ei::psub(x0, sh)), exp_packet(ei::psub(x1, sh)));
           P const e23 = ei::padd(exp_packet(ei::psub(x2, sh)), exp_packet(ei::psub(x3, sh)));
-          s = ei::pmadd(s, exp_packet(ei::psub(m, sh)), ei::padd(e01, e23));
-          m = mn;
+          s = ei::padd(s, ei::padd(e01, e23));
         });
     alignas(64) S sl[W];
     ei::pstore(a, m);
