@@ -3,6 +3,7 @@
 // above). An executor only decides how many threads share one pass; the pass itself is the same.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <type_traits>
 
@@ -64,20 +65,25 @@ inline int threads_for(Auto const& x, index_t work) {
   return x.threads > 0 ? x.threads : max_threads();
 }
 
-// f(begin, end) over a partition of [0, total) into one contiguous range per thread.
+// Chunks per thread: enough that a thread delayed by the OS (a shared machine) does not hold up
+// the pass while the others idle, few enough that each chunk's one-time setup (finding its first
+// coordinate) stays negligible.
+inline constexpr index_t chunks_per_thread = 8;
+
+// f(begin, end) over a partition of [0, total) into contiguous chunks, handed out to the threads
+// dynamically. Which thread runs a chunk never changes what the chunk computes.
 template <class F>
 void parallel_ranges(int threads, index_t total, F const& f) {
   if (total <= 0) return;
   if (threads > total) threads = static_cast<int>(total);
 #if defined(_OPENMP)
   if (threads > 1) {
-#pragma omp parallel num_threads(threads)
-    {
-      index_t const t = omp_get_thread_num();
-      index_t const n = omp_get_num_threads();
-      index_t const begin = total / n * t + (t < total % n ? t : total % n);
-      index_t const end = begin + total / n + (t < total % n ? 1 : 0);
-      if (begin < end) f(begin, end);
+    index_t const chunks = std::min<index_t>(total, index_t{threads} * chunks_per_thread);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (index_t c = 0; c < chunks; ++c) {
+      index_t const begin = total / chunks * c + std::min(c, total % chunks);
+      index_t const end = begin + total / chunks + (c < total % chunks ? 1 : 0);
+      f(begin, end);
     }
     return;
   }
