@@ -65,7 +65,8 @@ class HostArrayEngine {
 
   HostArrayEngine(HostArrayEngine const&) = delete;
   HostArrayEngine& operator=(HostArrayEngine const&) = delete;
-  HostArrayEngine(HostArrayEngine&& other) noexcept
+  // constexpr so that Tensor's host-device constructor may move it (nvcc relaxed constexpr).
+  constexpr HostArrayEngine(HostArrayEngine&& other) noexcept
       : buffer_(std::exchange(other.buffer_, nullptr)), size_(std::exchange(other.size_, 0)) {}
   HostArrayEngine& operator=(HostArrayEngine&& other) noexcept {
     if (this != &other) {

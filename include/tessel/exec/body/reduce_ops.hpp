@@ -1,0 +1,182 @@
+// The arithmetic of every reduction, as operators a kernel body applies per element (update) and
+// per pair of partials (combine, which is the operator's call operator, so it can be handed to a
+// block reduction). Each has identity(), update(state, x, index), operator()(a, b) and
+// finalize(state, n). Host and device code alike.
+#pragma once
+
+#include <limits>
+#include <type_traits>
+
+#include "../../core/config.hpp"
+#include "../../expr/reduce.hpp"
+#include "../../expr/scalar_math.hpp"
+
+namespace tessel::exec {
+
+// Sum in T (the result type: 64-bit integers, or the floating type).
+template <class T>
+struct SumOp {
+  using state_type = T;
+  TESSEL_HOST_DEVICE constexpr T identity() const { return T(0); }
+  template <class V>
+  TESSEL_HOST_DEVICE constexpr T update(T s, V x, index_t) const {
+    return s + static_cast<T>(x);
+  }
+  TESSEL_HOST_DEVICE constexpr T operator()(T a, T b) const { return a + b; }
+  TESSEL_HOST_DEVICE constexpr T finalize(T s, index_t) const { return s; }
+};
+
+// Mean: a sum in the floating type T divided by the count (NaN for an empty mode).
+template <class T>
+struct MeanOp {
+  using state_type = T;
+  TESSEL_HOST_DEVICE constexpr T identity() const { return T(0); }
+  template <class V>
+  TESSEL_HOST_DEVICE constexpr T update(T s, V x, index_t) const {
+    return s + static_cast<T>(x);
+  }
+  TESSEL_HOST_DEVICE constexpr T operator()(T a, T b) const { return a + b; }
+  TESSEL_HOST_DEVICE constexpr T finalize(T s, index_t n) const { return s / static_cast<T>(n); }
+};
+
+template <class T>
+TESSEL_HOST_DEVICE constexpr T lowest_value() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return -std::numeric_limits<T>::infinity();
+  } else {
+    return std::numeric_limits<T>::lowest();
+  }
+}
+template <class T>
+TESSEL_HOST_DEVICE constexpr T highest_value() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::numeric_limits<T>::infinity();
+  } else {
+    return std::numeric_limits<T>::max();
+  }
+}
+
+// Maximum; NaN propagates. The identity is -inf (the lowest value for integers).
+template <class T>
+struct MaxOp {
+  using state_type = T;
+  TESSEL_HOST_DEVICE constexpr T identity() const { return lowest_value<T>(); }
+  TESSEL_HOST_DEVICE constexpr T update(T s, T x, index_t) const { return math::max(s, x); }
+  TESSEL_HOST_DEVICE constexpr T operator()(T a, T b) const { return math::max(a, b); }
+  TESSEL_HOST_DEVICE constexpr T finalize(T s, index_t) const { return s; }
+};
+
+// Minimum; NaN propagates.
+template <class T>
+struct MinOp {
+  using state_type = T;
+  TESSEL_HOST_DEVICE constexpr T identity() const { return highest_value<T>(); }
+  TESSEL_HOST_DEVICE constexpr T update(T s, T x, index_t) const { return math::min(s, x); }
+  TESSEL_HOST_DEVICE constexpr T operator()(T a, T b) const { return math::min(a, b); }
+  TESSEL_HOST_DEVICE constexpr T finalize(T s, index_t) const { return s; }
+};
+
+template <class T>
+struct ArgState {
+  T value;
+  index_t index;  // -1: no element seen
+};
+
+// Index of the maximum. Ties go to the lowest index; a NaN is larger than everything (the first
+// NaN wins), as torch.argmax does. An empty mode gives -1.
+template <class T>
+struct ArgmaxOp {
+  using state_type = ArgState<T>;
+  TESSEL_HOST_DEVICE constexpr ArgState<T> identity() const { return {lowest_value<T>(), -1}; }
+  TESSEL_HOST_DEVICE constexpr ArgState<T> update(ArgState<T> s, T x, index_t i) const {
+    return (*this)(s, ArgState<T>{x, i});
+  }
+  // Commutative and associative, so any combination order gives the same answer.
+  TESSEL_HOST_DEVICE constexpr ArgState<T> operator()(ArgState<T> a, ArgState<T> b) const {
+    if (a.index < 0) return b;
+    if (b.index < 0) return a;
+    bool const a_nan = math::isnan(a.value), b_nan = math::isnan(b.value);
+    if (a_nan != b_nan) return a_nan ? a : b;
+    if (!a_nan && a.value != b.value) return a.value > b.value ? a : b;
+    return a.index <= b.index ? a : b;
+  }
+  TESSEL_HOST_DEVICE constexpr index_t finalize(ArgState<T> s, index_t) const { return s.index; }
+};
+
+template <class T>
+struct LseState {
+  T max;  // the largest element so far (NaN once a NaN was seen)
+  T sum;  // sum of exp(x - shift(max)); shift(m) is m when finite, else 0
+};
+
+// log(sum(exp(x))) in one pass: a running maximum m and a sum s of exp(x - m), rescaled by
+// exp(m_old - m_new) whenever the maximum grows. Shifting by 0 instead of a non-finite maximum
+// keeps -inf rows at -inf (not NaN) and makes any +inf element give +inf.
+// @post finalize(state) == log(sum_i exp(x_i)) up to rounding; -inf for no element or all -inf
+template <class T>
+struct LogSumExpOp {
+  static_assert(std::is_floating_point_v<T>, "tessel: logsumexp computes in a floating type.");
+  using state_type = LseState<T>;
+
+  TESSEL_HOST_DEVICE static constexpr T shift(T m) { return math::isfinite(m) ? m : T(0); }
+
+  TESSEL_HOST_DEVICE constexpr LseState<T> identity() const { return {-math::infinity<T>(), T(0)}; }
+  // One exp per element: only the branch that raises the maximum rescales.
+  TESSEL_HOST_DEVICE LseState<T> update(LseState<T> s, T x, index_t) const {
+    if (x <= s.max) {
+      s.sum += math::exp(x - shift(s.max));
+      return s;
+    }
+    // x > max, or either is NaN (then the sum becomes NaN and stays NaN).
+    T const sh = shift(x);
+    s.sum = s.sum * math::exp(s.max - sh) + math::exp(x - sh);
+    s.max = math::isnan(s.max) ? s.max : x;
+    return s;
+  }
+  // Merge of two partials: both sums rescaled to the larger maximum.
+  TESSEL_HOST_DEVICE LseState<T> operator()(LseState<T> a, LseState<T> b) const {
+    T const m = math::max(a.max, b.max);
+    T const sh = shift(m);
+    return {m, a.sum * math::exp(a.max - sh) + b.sum * math::exp(b.max - sh)};
+  }
+  TESSEL_HOST_DEVICE T finalize(LseState<T> s, index_t) const {
+    return shift(s.max) + math::log(s.sum);
+  }
+};
+
+namespace detail {
+
+template <class Kind, class T>
+struct reduce_op;
+template <class T>
+struct reduce_op<reduction::Sum, T> {
+  using type = SumOp<typename tessel::detail::reduce_result<reduction::Sum, T>::type>;
+};
+template <class T>
+struct reduce_op<reduction::Mean, T> {
+  using type = MeanOp<floating_t<T>>;
+};
+template <class T>
+struct reduce_op<reduction::Max, T> {
+  using type = MaxOp<T>;
+};
+template <class T>
+struct reduce_op<reduction::Min, T> {
+  using type = MinOp<T>;
+};
+template <class T>
+struct reduce_op<reduction::Argmax, T> {
+  using type = ArgmaxOp<T>;
+};
+template <class T>
+struct reduce_op<reduction::LogSumExp, T> {
+  using type = LogSumExpOp<floating_t<T>>;
+};
+
+}  // namespace detail
+
+// The operator of reduction Kind over elements of compute type T.
+template <class Kind, class T>
+using reduce_op_t = typename detail::reduce_op<Kind, T>::type;
+
+}  // namespace tessel::exec

@@ -1,0 +1,89 @@
+// Row kernel bodies: reductions of one row (sum, max, min, mean, argmax, logsumexp) and the fused
+// row softmax / log-softmax. A row is a callable, row(i) for i in [0, n); an output row has
+// out.store(i, v). Lanes stride through the row and combine their partials with ctx.reduce, so the
+// same bodies are the host twins (SequentialContext) of the CUDA row kernels (one block per row).
+#pragma once
+
+#include <type_traits>
+#include <utility>
+
+#include "../../core/config.hpp"
+#include "../../expr/scalar_math.hpp"
+#include "context.hpp"
+#include "reduce_ops.hpp"
+
+namespace tessel::exec {
+
+// The partial state of op over row(i), i in [begin, end), elements numbered index_base + i (the
+// numbering argmax reports); combined over all lanes.
+template <class Ctx, class Op, class Row>
+TESSEL_HOST_DEVICE typename Op::state_type row_reduce_body(Ctx const& ctx, Op const& op,
+                                                           Row const& row, index_t begin,
+                                                           index_t end, index_t index_base = 0) {
+  auto s = op.identity();
+  for (index_t i = begin + ctx.lane(); i < end; i += ctx.lanes())
+    s = op.update(s, row(i), index_base + i);
+  return ctx.reduce(s, op);
+}
+
+namespace detail {
+template <class Row>
+using row_value_t = std::remove_cvref_t<decltype(std::declval<Row const&>()(index_t{}))>;
+}  // namespace detail
+
+// op over row(0..n), finalized.
+template <class Ctx, class Op, class Row>
+TESSEL_HOST_DEVICE auto row_reduction(Ctx const& ctx, Op const& op, Row const& row, index_t n) {
+  return op.finalize(row_reduce_body(ctx, op, row, 0, n), n);
+}
+
+template <class Ctx, class Row>
+TESSEL_HOST_DEVICE auto row_sum_body(Ctx const& ctx, Row const& row, index_t n) {
+  using T = detail::row_value_t<Row>;
+  return row_reduction(ctx, reduce_op_t<reduction::Sum, T>{}, row, n);
+}
+template <class Ctx, class Row>
+TESSEL_HOST_DEVICE auto row_mean_body(Ctx const& ctx, Row const& row, index_t n) {
+  using T = detail::row_value_t<Row>;
+  return row_reduction(ctx, reduce_op_t<reduction::Mean, T>{}, row, n);
+}
+template <class Ctx, class Row>
+TESSEL_HOST_DEVICE auto row_max_body(Ctx const& ctx, Row const& row, index_t n) {
+  using T = detail::row_value_t<Row>;
+  return row_reduction(ctx, reduce_op_t<reduction::Max, T>{}, row, n);
+}
+template <class Ctx, class Row>
+TESSEL_HOST_DEVICE auto row_min_body(Ctx const& ctx, Row const& row, index_t n) {
+  using T = detail::row_value_t<Row>;
+  return row_reduction(ctx, reduce_op_t<reduction::Min, T>{}, row, n);
+}
+template <class Ctx, class Row>
+TESSEL_HOST_DEVICE index_t row_argmax_body(Ctx const& ctx, Row const& row, index_t n) {
+  using T = detail::row_value_t<Row>;
+  return row_reduction(ctx, reduce_op_t<reduction::Argmax, T>{}, row, n);
+}
+// log(sum(exp(row))) in one pass over the row.
+template <class Ctx, class Row>
+TESSEL_HOST_DEVICE auto row_logsumexp_body(Ctx const& ctx, Row const& row, index_t n) {
+  using T = detail::row_value_t<Row>;
+  return row_reduction(ctx, reduce_op_t<reduction::LogSumExp, T>{}, row, n);
+}
+
+// out(i) = exp(row(i) - logsumexp(row)): one pass for the logsumexp, one to write.
+template <class Ctx, class Row, class Out>
+TESSEL_HOST_DEVICE void row_softmax_body(Ctx const& ctx, Row const& row, Out& out, index_t n) {
+  auto const lse = row_logsumexp_body(ctx, row, n);
+  using T = std::remove_cvref_t<decltype(lse)>;
+  for (index_t i = ctx.lane(); i < n; i += ctx.lanes())
+    out.store(i, math::exp(static_cast<T>(row(i)) - lse));
+}
+
+// out(i) = row(i) - logsumexp(row).
+template <class Ctx, class Row, class Out>
+TESSEL_HOST_DEVICE void row_log_softmax_body(Ctx const& ctx, Row const& row, Out& out, index_t n) {
+  auto const lse = row_logsumexp_body(ctx, row, n);
+  using T = std::remove_cvref_t<decltype(lse)>;
+  for (index_t i = ctx.lane(); i < n; i += ctx.lanes()) out.store(i, static_cast<T>(row(i)) - lse);
+}
+
+}  // namespace tessel::exec

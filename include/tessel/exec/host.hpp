@@ -1,0 +1,456 @@
+// The host executor: runs `dst = expr` as one pass over the destination.
+//
+//   1. Validate: the expression's shape broadcasts to dst's (tessel::Error naming both otherwise).
+//   2. Bind: every tensor leaf becomes an operand of a loop nest (lower.hpp). A reduction or
+//      softmax *inside* a larger expression is evaluated first into a temporary of its own shape
+//      (one pass over its input) and read as a leaf; at the root it is the pass itself.
+//   3. Lower: refine, order by destination stride, jointly coalesce.
+//   4. Alias check: a source overlapping dst other than element for element sends the pass into a
+//      compact temporary, copied into dst afterwards.
+//   5. Run: the runs of the innermost mode are split over threads (OpenMP) in contiguous ranges;
+//      each run goes through the packet path (exec/host/packet.hpp) or the scalar kernel body
+//      (exec/body/) with SequentialContext. No division or modulo per element: each thread finds
+//      its first coordinate once and then steps an odometer.
+//
+// Reductions over one mode give each destination element (a row) to one thread; reductions over
+// every mode split the input into fixed blocks of 2^15 elements combined in order, so Serial and
+// OpenMP give bit-identical results.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../expr/arithmetic.hpp"
+#include "../expr/assign.hpp"
+#include "../expr/math.hpp"
+#include "../expr/reduce.hpp"
+#include "../expr/softmax.hpp"
+#include "body/context.hpp"
+#include "body/elementwise.hpp"
+#include "body/reduce_ops.hpp"
+#include "body/row.hpp"
+#include "executors.hpp"
+#include "host/packet.hpp"
+#include "lower.hpp"
+
+namespace tessel::exec::detail {
+
+using tessel::detail::view_of;
+
+// Elements per block of a reduction over every mode (fixed, so results do not depend on threads).
+inline constexpr index_t reduce_block = index_t{1} << 15;
+
+// ---- odometer over loop modes [lo, hi) ----
+
+// Positions evs at the flat (row-major) index `flat` of modes [lo, hi).
+template <class Nest, class... Evs>
+void seek(Nest const& nest, index_t lo, index_t hi, index_t flat, index_t* coord, Evs&... evs) {
+  for (index_t m = hi - 1; m >= lo; --m) {
+    coord[m] = flat % nest.extent[m];
+    flat /= nest.extent[m];
+    (evs.advance(m, coord[m]), ...);
+  }
+}
+
+// Moves evs one step along modes [lo, hi), innermost first.
+template <class Nest, class... Evs>
+void step(Nest const& nest, index_t lo, index_t hi, index_t* coord, Evs&... evs) {
+  for (index_t m = hi - 1; m >= lo; --m) {
+    ++coord[m];
+    (evs.advance(m, 1), ...);
+    if (coord[m] < nest.extent[m]) return;
+    (evs.advance(m, -nest.extent[m]), ...);
+    coord[m] = 0;
+  }
+}
+
+// f(i0, i1, base) for each run [i0, i1) of the innermost mode covering the flat range [begin, end)
+// of modes [lo, rank), with evs positioned at the run's row; base is the flat index of the row.
+template <class Nest, class F, class... Evs>
+void for_each_run(Nest const& nest, index_t lo, index_t begin, index_t end, F const& f,
+                  Evs&... evs) {
+  index_t const last = nest.rank - 1;
+  index_t const n = nest.extent[last];
+  index_t coord[sizeof(nest.extent) / sizeof(index_t)] = {};
+  index_t row = begin / n;
+  index_t i = begin % n;
+  seek(nest, lo, last, row, coord, evs...);
+  index_t left = end - begin;
+  index_t base = row * n;
+  while (left > 0) {
+    index_t const len = std::min(n - i, left);
+    f(i, i + len, base);
+    left -= len;
+    if (left == 0) break;
+    step(nest, lo, last, coord, evs...);
+    i = 0;
+    base += n;
+  }
+}
+
+// True when every leaf of ev has innermost stride 1.
+template <class Ev>
+bool leaves_contiguous(Ev ev) {
+  bool all = true;
+  ev.visit_leaves([&](auto const& leaf) { all = all && leaf.inner == 1; });
+  return all;
+}
+
+// ---- elementwise runs ----
+
+// The packet type S an assignment of ev into T elements computes in, if any (else void).
+template <class Ev, class T>
+using packet_scalar_t =
+    std::conditional_t<host::packetizable_v<Ev, typename Ev::value_type> &&
+                           (std::is_same_v<T, typename Ev::value_type> ||
+                            (StorageFloat<T> && std::is_same_v<typename Ev::value_type, float>)),
+                       typename Ev::value_type, void>;
+
+template <class D, class Ev>
+void run_elementwise(D const& dst, Ev const& ev, index_t begin, index_t end, bool contiguous) {
+  using S = packet_scalar_t<Ev, typename D::element_type>;
+  if constexpr (!std::is_void_v<S>) {
+    if (contiguous)
+      host::packet_run<S, true>(dst, ev, begin, end);
+    else
+      host::packet_run<S, false>(dst, ev, begin, end);
+  } else {
+    D d = dst;
+    elementwise_body(SequentialContext{}, d, ev, begin, end);
+  }
+}
+
+// dst(x) = ev(x) over modes [lo, rank) of the nest, flat range [begin, end).
+template <class Nest, class D, class Ev>
+void elementwise_range(Nest const& nest, index_t lo, index_t begin, index_t end, D d, Ev ev,
+                       bool contiguous) {
+  for_each_run(
+      nest, lo, begin, end,
+      [&](index_t i0, index_t i1, index_t) { run_elementwise(d, ev, i0, i1, contiguous); }, d, ev);
+}
+
+// ---- reduction runs ----
+
+template <class Op, class Ev>
+typename Op::state_type reduce_run(Op const& op, Ev const& ev, index_t begin, index_t end,
+                                   index_t base, bool contiguous) {
+  using S = typename Ev::value_type;
+  if constexpr (host::packet_reducible_v<S, Op> && host::packetizable_v<Ev, S>) {
+    if (end - begin >= 2 * host::packet_width<S>) {
+      return contiguous ? host::packet_reduce_run<S, true>(op, ev, begin, end)
+                        : host::packet_reduce_run<S, false>(op, ev, begin, end);
+    }
+  }
+  return row_reduce_body(SequentialContext{}, op, ev, begin, end, base);
+}
+
+// The partial state of op over the flat range [begin, end) of the reduced modes, ev positioned
+// at a destination element.
+template <class Nest, class Op, class Ev>
+typename Op::state_type reduce_range(Nest const& nest, Op const& op, Ev ev, index_t begin,
+                                     index_t end, bool contiguous) {
+  auto state = op.identity();
+  for_each_run(
+      nest, nest.outer, begin, end,
+      [&](index_t i0, index_t i1, index_t base) {
+        state = op(state, reduce_run(op, ev, i0, i1, base, contiguous));
+      },
+      ev);
+  return state;
+}
+
+// ---- drivers ----
+
+template <std::size_t R>
+constexpr std::array<std::size_t, R> identity_map() {
+  std::array<std::size_t, R> m{};
+  for (std::size_t t = 0; t != R; ++t) m[t] = t;
+  return m;
+}
+
+template <class DV>
+void check_destination(DV const&) {
+  static_assert(std::is_same_v<typename DV::space, HostSpace>,
+                "tessel: the host executor writes host tensors only; this destination is a device "
+                "tensor (use the CUDA executor).");
+  static_assert(!std::is_const_v<typename DV::element_type>,
+                "tessel: cannot assign to a tensor of const elements.");
+}
+
+template <class DV>
+[[noreturn]] void throw_destination_repeats(DV const& dst) {
+  throw_error(sentence("cannot assign to a tensor whose layout ", to_string(dst.layout().shape()),
+                       ":", to_string(dst.layout().stride()),
+                       " maps several coordinates to one element."));
+}
+
+template <class DV, class Node, class X>
+void run_assignment(DV const& dst, Node const& node, X const& executor);
+
+// A reduction or row operation inside a larger expression, evaluated into a temporary.
+template <class Node, class X>
+auto materialize(Node const& node, X const& executor) {
+  auto tmp = make_compact<typename Node::value_type>(node.shape());
+  run_assignment(view_of(tmp), node, executor);
+  return tmp;
+}
+
+template <class DV, class Node, class X>
+void run_elementwise_assignment(DV const& dst, Node const& node, X const& executor) {
+  using T = std::remove_cv_t<typename DV::element_type>;
+  constexpr std::size_t R = tessel::detail::tensor_rank<DV>();
+  auto const shape = tessel::detail::logical_shape(dst);
+  index_t const total = tessel::detail::shape_size(shape);
+  if (total == 0) return;
+  constexpr std::size_t K = R + max_leaves_v<decltype(dst.shape())> + mode_capacity_v<Node> + 2;
+  constexpr std::size_t N = 1 + leaf_count_v<Node>;
+  Binder<R, K, N> b(shape, {});
+  b.set_destination(dst, identity_map<R>());
+  auto ev = bind<K>(node, b, [&](auto const& n) { return materialize(n, executor); });
+  auto nest = b.lower();
+  if (nest.destination_repeats) throw_destination_repeats(dst);
+  int const threads = threads_for(executor, total);
+  auto pass = [&](T* data) {
+    b.apply(nest, ev);
+    auto d = b.destination(data, nest);
+    bool const contiguous = d.inner == 1 && leaves_contiguous(ev);
+    parallel_ranges(threads, total, [&](index_t begin, index_t end) {
+      elementwise_range(nest, 0, begin, end, d, ev, contiguous);
+    });
+  };
+  if (b.needs_temporary(nest, true)) {
+    auto tmp = make_compact<T>(shape);
+    b.set_destination(view_of(tmp), identity_map<R>());
+    nest = b.lower();
+    pass(view_of(tmp).data());
+    run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)), executor);
+    return;
+  }
+  pass(dst.data());
+}
+
+template <class Kind>
+constexpr char const* reduction_name() {
+  if constexpr (std::is_same_v<Kind, reduction::Max>) return "max";
+  if constexpr (std::is_same_v<Kind, reduction::Min>) return "min";
+  if constexpr (std::is_same_v<Kind, reduction::Argmax>) return "argmax";
+  return "reduction";
+}
+
+// dst = Kind over node.input, dst's shape equal to node's.
+template <class DV, class Node, class X>
+void run_reduction(DV const& dst, Node const& node, X const& executor) {
+  using Kind = typename Node::kind;
+  using In = typename Node::input_type;
+  using Op = reduce_op_t<Kind, typename In::value_type>;
+  using T = std::remove_cv_t<typename DV::element_type>;
+  constexpr std::size_t R = In::rank;
+  constexpr std::size_t RD = Node::rank;
+  auto const shape = node.input.shape();
+  index_t const out_size = tessel::detail::shape_size(node.shape());
+  index_t const in_size = tessel::detail::shape_size(shape);
+  if (out_size == 0) return;
+  Op const op{};
+  if (in_size == 0) {
+    // Every reduced mode is empty: sum 0, mean NaN, logsumexp -inf; max, min, argmax undefined.
+    if constexpr (std::is_same_v<Kind, reduction::Max> || std::is_same_v<Kind, reduction::Min> ||
+                  std::is_same_v<Kind, reduction::Argmax>) {
+      if constexpr (Node::over_all) {
+        throw_error(sentence("cannot take the ", reduction_name<Kind>(),
+                             " of an empty expression of shape ",
+                             tessel::detail::shape_string(shape), "."));
+      } else {
+        throw_error(sentence("cannot take the ", reduction_name<Kind>(), " over mode ", Node::axis,
+                             " of an expression of shape ", tessel::detail::shape_string(shape),
+                             ", which has extent 0."));
+      }
+    } else {
+      using V = typename Node::value_type;
+      run_assignment(dst, tessel::detail::ScalarLeaf<V>(op.finalize(op.identity(), 0)), executor);
+      return;
+    }
+  }
+  std::array<bool, at_least_one<R>> reduced{};
+  std::array<std::size_t, RD> map{};
+  for (std::size_t k = 0, t = 0; k != R; ++k) {
+    bool const r = Node::over_all || k == Node::axis;
+    reduced[k] = r;
+    if (!r || Node::keeps_mode) map[t++] = k;
+  }
+  constexpr std::size_t K = R + max_leaves_v<decltype(dst.shape())> + mode_capacity_v<In> + 2;
+  constexpr std::size_t N = 1 + leaf_count_v<In>;
+  Binder<R, K, N> b(shape, reduced);
+  b.set_destination(dst, map);
+  auto ev = bind<K>(node.input, b, [&](auto const& n) { return materialize(n, executor); });
+  auto nest = b.lower();
+  if (nest.destination_repeats) throw_destination_repeats(dst);
+  int const threads = threads_for(executor, in_size);
+  auto pass = [&](T* data) {
+    b.apply(nest, ev);
+    auto d = b.destination(data, nest);
+    bool const contiguous = leaves_contiguous(ev);
+    index_t const outer = nest.size(0, nest.outer);
+    index_t const inner = nest.size(nest.outer, nest.rank);
+    if constexpr (Node::over_all) {
+      index_t const blocks = (inner + reduce_block - 1) / reduce_block;
+      std::vector<typename Op::state_type> partial(static_cast<std::size_t>(blocks));
+      parallel_ranges(threads, blocks, [&](index_t begin, index_t end) {
+        for (index_t k = begin; k < end; ++k)
+          partial[static_cast<std::size_t>(k)] = reduce_range(
+              nest, op, ev, k * reduce_block, std::min(inner, (k + 1) * reduce_block), contiguous);
+      });
+      auto state = op.identity();
+      for (auto const& p : partial) state = op(state, p);
+      d.store(0, op.finalize(state, inner));
+    } else {
+      parallel_ranges(threads, outer, [&](index_t begin, index_t end) {
+        index_t coord[K] = {};
+        auto dd = d;
+        auto row = ev;
+        seek(nest, 0, nest.outer, begin, coord, dd, row);
+        for (index_t r = begin; r < end; ++r) {
+          dd.store(0, op.finalize(reduce_range(nest, op, row, 0, inner, contiguous), inner));
+          if (r + 1 < end) step(nest, 0, nest.outer, coord, dd, row);
+        }
+      });
+    }
+  };
+  if (b.needs_temporary(nest, false)) {
+    auto tmp = make_compact<T>(node.shape());
+    b.set_destination(view_of(tmp), map);
+    nest = b.lower();
+    pass(view_of(tmp).data());
+    run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)), executor);
+    return;
+  }
+  pass(dst.data());
+}
+
+// dst = softmax / log_softmax of node.input along node.axis, dst's shape equal to node's.
+template <class DV, class Node, class X>
+void run_row_op(DV const& dst, Node const& node, X const& executor) {
+  using In = typename Node::input_type;
+  using V = typename Node::value_type;
+  using Op = LogSumExpOp<V>;
+  using T = std::remove_cv_t<typename DV::element_type>;
+  constexpr std::size_t R = In::rank;
+  auto const shape = node.input.shape();
+  index_t const total = tessel::detail::shape_size(shape);
+  if (total == 0) return;
+  std::array<bool, at_least_one<R>> reduced{};
+  reduced[Node::axis] = true;
+  constexpr std::size_t K = R + max_leaves_v<decltype(dst.shape())> + mode_capacity_v<In> + 2;
+  constexpr std::size_t N = 1 + leaf_count_v<In>;
+  Binder<R, K, N> b(shape, reduced);
+  b.set_destination(dst, identity_map<R>());
+  auto ev = bind<K>(node.input, b, [&](auto const& n) { return materialize(n, executor); });
+  auto nest = b.lower();
+  if (nest.destination_repeats) throw_destination_repeats(dst);
+  int const threads = threads_for(executor, total);
+  Op const op{};
+  auto pass = [&](T* data) {
+    b.apply(nest, ev);
+    auto d = b.destination(data, nest);
+    bool const contiguous = leaves_contiguous(ev);
+    bool const write_contiguous = contiguous && d.inner == 1;
+    index_t const outer = nest.size(0, nest.outer);
+    index_t const inner = nest.size(nest.outer, nest.rank);
+    parallel_ranges(threads, outer, [&](index_t begin, index_t end) {
+      index_t coord[K] = {};
+      auto dd = d;
+      auto row = ev;
+      seek(nest, 0, nest.outer, begin, coord, dd, row);
+      for (index_t r = begin; r < end; ++r) {
+        V const lse = op.finalize(reduce_range(nest, op, row, 0, inner, contiguous), inner);
+        // The second pass is the elementwise expression exp(x - lse) (or x - lse) over the row.
+        auto shifted =
+            MapEval<ops::Sub, decltype(row), ScalarEval<V>>{{}, {row, ScalarEval<V>{lse}}};
+        if constexpr (std::is_same_v<typename Node::kind, rowop::Softmax>) {
+          auto out = MapEval<ops::Exp, decltype(shifted)>{{}, {shifted}};
+          elementwise_range(nest, nest.outer, 0, inner, dd, out, write_contiguous);
+        } else {
+          elementwise_range(nest, nest.outer, 0, inner, dd, shifted, write_contiguous);
+        }
+        if (r + 1 < end) step(nest, 0, nest.outer, coord, dd, row);
+      }
+    });
+  };
+  if (b.needs_temporary(nest, true)) {
+    auto tmp = make_compact<T>(shape);
+    b.set_destination(view_of(tmp), identity_map<R>());
+    nest = b.lower();
+    pass(view_of(tmp).data());
+    run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)), executor);
+    return;
+  }
+  pass(dst.data());
+}
+
+// dst = node (node broadcast to dst's shape). Validates before anything is written.
+template <class DV, class Node, class X>
+void run_assignment(DV const& dst, Node const& node, X const& executor) {
+  check_destination(dst);
+  auto const dshape = tessel::detail::logical_shape(dst);
+  if (!tessel::detail::broadcasts_to(node.shape(), dshape))
+    throw_error(sentence("cannot assign an expression of shape ",
+                         tessel::detail::shape_string(node.shape()), " to a tensor of shape ",
+                         tessel::detail::shape_string(dshape), "."));
+  if constexpr (Node::rank > tessel::detail::tensor_rank<DV>()) {
+    return;  // unreachable: broadcasts_to is false when the expression has more modes
+  } else if constexpr (materialized_v<Node>) {
+    bool exact = Node::rank == dshape.size();
+    for (std::size_t k = 0; exact && k != Node::rank; ++k) exact = node.shape()[k] == dshape[k];
+    if (!exact) {
+      // A reduction or softmax broadcast into a larger destination: evaluate, then broadcast.
+      auto tmp = materialize(node, executor);
+      run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)),
+                     executor);
+    } else if constexpr (is_reduce<Node>::value) {
+      run_reduction(dst, node, executor);
+    } else {
+      run_row_op(dst, node, executor);
+    }
+  } else {
+    run_elementwise_assignment(dst, node, executor);
+  }
+}
+
+}  // namespace tessel::exec::detail
+
+namespace tessel {
+
+namespace detail {
+
+// The default executor for `dst = src` (see expr/assign.hpp).
+template <class E, class L, Expression S>
+void execute_default(Tensor<E, L>& dst, S const& src) {
+  exec::detail::run_assignment(view_of(dst), src, exec::Auto{});
+}
+
+}  // namespace detail
+
+// dst = src with an explicit executor: exec::Serial{}, exec::OpenMP{.threads = 2}, exec::Auto{}.
+// dst may be a view temporary (assign(t(_, 0), x, exec::Serial{})).
+template <class D, Operand Src, exec::HostExecutor X>
+requires TensorType<D>
+void assign(D&& dst, Src const& src, X const& executor) {
+  exec::detail::run_assignment(detail::view_of(dst), as_expr(src), executor);
+}
+
+// The single element of an expression (a full reduction, or any expression of size 1).
+template <ArrayOperand Src>
+auto item(Src const& src) {
+  auto e = as_expr(src);
+  index_t const n = detail::shape_size(e.shape());
+  check(n == 1, "item() needs an expression with one element, not one of shape ",
+        detail::shape_string(e.shape()), ".");
+  auto tmp = exec::detail::make_compact<typename decltype(e)::value_type>(e.shape());
+  auto v = detail::view_of(tmp);
+  exec::detail::run_assignment(v, e, exec::Auto{});
+  return v[0];
+}
+
+}  // namespace tessel

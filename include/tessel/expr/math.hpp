@@ -1,0 +1,68 @@
+// Elementwise math functions: exp, log, tanh, sqrt, abs. The transcendental ones compute in the
+// operand's floating type (double for integers, as std::exp(int) does; float for half / bfloat16).
+#pragma once
+
+#include <utility>
+
+#include "map.hpp"
+#include "scalar_math.hpp"
+
+namespace tessel {
+
+namespace ops {
+
+struct Exp {
+  template <class A>
+  TESSEL_HOST_DEVICE floating_t<A> operator()(A a) const {
+    return math::exp(static_cast<floating_t<A>>(a));
+  }
+};
+struct Log {
+  template <class A>
+  TESSEL_HOST_DEVICE floating_t<A> operator()(A a) const {
+    return math::log(static_cast<floating_t<A>>(a));
+  }
+};
+struct Tanh {
+  template <class A>
+  TESSEL_HOST_DEVICE floating_t<A> operator()(A a) const {
+    return math::tanh(static_cast<floating_t<A>>(a));
+  }
+};
+struct Sqrt {
+  template <class A>
+  TESSEL_HOST_DEVICE floating_t<A> operator()(A a) const {
+    return math::sqrt(static_cast<floating_t<A>>(a));
+  }
+};
+struct Abs {
+  template <class A>
+  TESSEL_HOST_DEVICE constexpr A operator()(A a) const {
+    return math::abs(a);
+  }
+};
+
+}  // namespace ops
+
+template <ArrayOperand A>
+auto exp(A&& a) {
+  return detail::make_map(ops::Exp{}, std::forward<A>(a));
+}
+template <ArrayOperand A>
+auto log(A&& a) {
+  return detail::make_map(ops::Log{}, std::forward<A>(a));
+}
+template <ArrayOperand A>
+auto tanh(A&& a) {
+  return detail::make_map(ops::Tanh{}, std::forward<A>(a));
+}
+template <ArrayOperand A>
+auto sqrt(A&& a) {
+  return detail::make_map(ops::Sqrt{}, std::forward<A>(a));
+}
+template <ArrayOperand A>
+auto abs(A&& a) {
+  return detail::make_map(ops::Abs{}, std::forward<A>(a));
+}
+
+}  // namespace tessel

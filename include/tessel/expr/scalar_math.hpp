@@ -1,0 +1,119 @@
+// Scalar math usable on the host and in CUDA device code: the per-element functions expressions
+// and kernel bodies are built from. NaN handling follows PyTorch: max / min propagate NaN.
+#pragma once
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <type_traits>
+
+#include "../core/config.hpp"
+
+namespace tessel::math {
+
+template <class T>
+TESSEL_HOST_DEVICE constexpr bool isnan(T x) noexcept {
+  if constexpr (std::is_floating_point_v<T>) {
+    return x != x;
+  } else {
+    return false;
+  }
+}
+
+// Neither infinite nor NaN (every integer is finite).
+template <class T>
+TESSEL_HOST_DEVICE constexpr bool isfinite(T x) noexcept {
+  if constexpr (std::is_floating_point_v<T>) {
+    return x - x == T(0);
+  } else {
+    return true;
+  }
+}
+
+template <class T>
+TESSEL_HOST_DEVICE constexpr T infinity() noexcept {
+  return std::numeric_limits<T>::infinity();
+}
+
+// The larger of a and b; NaN when either is NaN.
+template <class T>
+TESSEL_HOST_DEVICE constexpr T max(T a, T b) noexcept {
+  if (isnan(a)) return a;
+  if (isnan(b)) return b;
+  return a < b ? b : a;
+}
+
+// The smaller of a and b; NaN when either is NaN.
+template <class T>
+TESSEL_HOST_DEVICE constexpr T min(T a, T b) noexcept {
+  if (isnan(a)) return a;
+  if (isnan(b)) return b;
+  return b < a ? b : a;
+}
+
+template <class T>
+TESSEL_HOST_DEVICE constexpr T abs(T x) noexcept {
+  if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) {
+    return x;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return x < T(0) ? -x : (x == T(0) ? T(0) : x);  // abs(-0) is +0; NaN stays NaN
+  } else {
+    return x < T(0) ? static_cast<T>(-x) : x;
+  }
+}
+
+// exp, log, tanh, sqrt of float and double. The C functions are what CUDA provides in device code;
+// the host uses the <cmath> overloads.
+#if TESSEL_DEVICE_PASS
+TESSEL_HOST_DEVICE inline float exp(float x) {
+  return ::expf(x);
+}
+TESSEL_HOST_DEVICE inline double exp(double x) {
+  return ::exp(x);
+}
+TESSEL_HOST_DEVICE inline float log(float x) {
+  return ::logf(x);
+}
+TESSEL_HOST_DEVICE inline double log(double x) {
+  return ::log(x);
+}
+TESSEL_HOST_DEVICE inline float tanh(float x) {
+  return ::tanhf(x);
+}
+TESSEL_HOST_DEVICE inline double tanh(double x) {
+  return ::tanh(x);
+}
+TESSEL_HOST_DEVICE inline float sqrt(float x) {
+  return ::sqrtf(x);
+}
+TESSEL_HOST_DEVICE inline double sqrt(double x) {
+  return ::sqrt(x);
+}
+#else
+TESSEL_HOST_DEVICE inline float exp(float x) {
+  return std::exp(x);
+}
+TESSEL_HOST_DEVICE inline double exp(double x) {
+  return std::exp(x);
+}
+TESSEL_HOST_DEVICE inline float log(float x) {
+  return std::log(x);
+}
+TESSEL_HOST_DEVICE inline double log(double x) {
+  return std::log(x);
+}
+TESSEL_HOST_DEVICE inline float tanh(float x) {
+  return std::tanh(x);
+}
+TESSEL_HOST_DEVICE inline double tanh(double x) {
+  return std::tanh(x);
+}
+TESSEL_HOST_DEVICE inline float sqrt(float x) {
+  return std::sqrt(x);
+}
+TESSEL_HOST_DEVICE inline double sqrt(double x) {
+  return std::sqrt(x);
+}
+#endif
+
+}  // namespace tessel::math

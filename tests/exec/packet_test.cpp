@@ -1,0 +1,122 @@
+// The host packet path: which expressions take it, and its IEEE edge cases (exp of +-inf and of
+// out-of-range arguments, log of 0 and negatives, NaN in every function), which must agree with
+// the scalar kernel bodies' math.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <tessel/tessel.hpp>
+
+#include "expr/helpers.hpp"
+
+// Operands for unevaluated expressions (declared only).
+namespace packet_test {
+using FT = decltype(tessel::make_host_tensor<float>(tessel::make_shape(1)));
+using IT = decltype(tessel::make_host_tensor<int>(tessel::make_shape(1)));
+using HT = decltype(tessel::make_host_tensor<tessel::half>(tessel::make_shape(1)));
+FT& f();
+IT& i();
+HT& h();
+}  // namespace packet_test
+
+namespace {
+
+using namespace tessel;
+using namespace packet_test;
+using exec::detail::eval_t;
+using exec::host::packetizable_v;
+
+constexpr float inf = std::numeric_limits<float>::infinity();
+constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+
+template <class E>
+using ev = eval_t<E, 4>;
+struct UserOp {
+  float operator()(float a) const { return a; }
+};
+
+static_assert(packetizable_v<ev<decltype(exp(f() * 2.0f + f()))>, float>);
+static_assert(packetizable_v<ev<decltype(where(f() > 0.0f, f(), -f()))>, float>);
+static_assert(packetizable_v<ev<decltype(h() * 2.0f)>, float>);  // loads convert to float
+static_assert(packetizable_v<ev<decltype(cast<half>(f()))>, float>);
+static_assert(!packetizable_v<ev<decltype(f() > 0.0f)>, float>);  // a mask, not values
+static_assert(!packetizable_v<ev<decltype(i() * 2)>, int>);       // integers: scalar path
+static_assert(!packetizable_v<ev<decltype(f() + i())>, float>);   // mixed leaves: scalar path
+static_assert(!packetizable_v<ev<decltype(map(UserOp{}, f()))>, float>);
+static_assert(exec::host::vectorizable_v<float> && exec::host::vectorizable_v<double>);
+
+// Applies op to values through the packet path (a contiguous float tensor) and the scalar path
+// (each value alone through the kernel body's functor).
+template <class MakeExpr, class Scalar>
+void expect_agrees(std::vector<float> const& values, MakeExpr make_expr, Scalar scalar, float tol) {
+  auto n = static_cast<index_t>(values.size());
+  auto x = make_host_tensor<float>(make_shape(n));
+  for (index_t k = 0; k < n; ++k) x[k] = values[static_cast<std::size_t>(k)];
+  auto y = make_host_tensor<float>(make_shape(n));
+  y = make_expr(x);
+  for (index_t k = 0; k < n; ++k) {
+    float const want = scalar(values[static_cast<std::size_t>(k)]);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(y[k])) << values[static_cast<std::size_t>(k)];
+    } else if (std::isinf(want) || want == 0.0f) {
+      EXPECT_EQ(y[k], want) << values[static_cast<std::size_t>(k)];
+    } else {
+      EXPECT_NEAR(y[k], want, tol * std::abs(want)) << values[static_cast<std::size_t>(k)];
+    }
+  }
+}
+
+TEST(PacketPath, ExpEdgeCases) {
+  // The exact expectations where Eigen's clamped pexp alone would differ: exp(-inf) = 0 and
+  // exp(x) = inf past the float range. Below -88.72 the result is 0 (std::exp gives a
+  // denormal under 3e-39).
+  std::vector<float> v = {-inf,  -1e4f, -200.0f, -88.8f, -1.0f, 0.0f, 1.0f,
+                          88.0f, 88.8f, 200.0f,  inf,    nan,   -0.0f};
+  expect_agrees(
+      v, [](auto& x) { return exp(x); },
+      [](float a) { return a < -88.72283f ? 0.0f : std::exp(a); }, 3e-7f);
+}
+
+TEST(PacketPath, LogSqrtTanhAbsEdgeCases) {
+  std::vector<float> v = {-inf, -1.0f, -0.0f, 0.0f, 1e-30f, 0.5f, 1.0f,
+                          3.0f, 1e30f, inf,   nan,  2.0f,   7.5f};
+  expect_agrees(
+      v, [](auto& x) { return log(x); }, [](float a) { return std::log(a); }, 2e-7f);
+  expect_agrees(
+      v, [](auto& x) { return sqrt(x); }, [](float a) { return std::sqrt(a); }, 0.0f);
+  expect_agrees(
+      v, [](auto& x) { return tanh(x); }, [](float a) { return std::tanh(a); }, 2e-6f);
+  expect_agrees(
+      v, [](auto& x) { return abs(x); }, [](float a) { return std::abs(a); }, 0.0f);
+}
+
+TEST(PacketPath, SqrtIsCorrectlyRounded) {
+  auto x = test::random_tensor<float>(make_shape(10000), 0, 1e6, 1);
+  auto y = make_host_tensor<float>(make_shape(10000));
+  y = sqrt(x);
+  for (index_t k = 0; k < 10000; ++k) EXPECT_EQ(y[k], std::sqrt(x[k]));
+}
+
+TEST(PacketPath, StridedBroadcastAndTailLoadsAgreeWithContiguous) {
+  auto big = test::random_tensor<float>(make_shape(9, 40), -2, 2, 2);
+  auto strided = big(_, range(1, 38));              // inner stride 1, rows of 37: tails
+  auto gathered = transpose(big)(range(0, 37), _);  // inner stride 40: gathers
+  auto row = test::random_tensor<float>(make_shape(37), -2, 2, 3);
+  auto out = make_host_tensor<float>(make_shape(9, 37));
+  auto ref = make_host_tensor<float>(make_shape(9, 37));
+  auto compact = make_host_tensor<float>(make_shape(9, 37));
+  compact = strided;
+  out = exp(strided) * row;
+  for (index_t r = 0; r < 9; ++r)
+    for (index_t c = 0; c < 37; ++c) ref(r, c) = std::exp(compact(r, c)) * row(c);
+  for (index_t k = 0; k < 9 * 37; ++k) EXPECT_NEAR(out[k], ref[k], 3e-7f * std::abs(ref[k]));
+  auto outt = make_host_tensor<float>(make_shape(37, 9));
+  outt = exp(gathered);
+  for (index_t r = 0; r < 37; ++r)
+    for (index_t c = 0; c < 9; ++c)
+      EXPECT_NEAR(outt(r, c), std::exp(big(c, r)), 3e-7f * std::exp(big(c, r)));
+}
+
+}  // namespace

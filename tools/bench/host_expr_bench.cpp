@@ -1,0 +1,254 @@
+// Host expressions against Eigen Tensor on the same machine, in the same run, with the same flags:
+//   Fused:      y = a * x + b * exp(z) over 2^24 floats (3 reads + 1 write per element)
+//   RowLse:     logsumexp of each row of a [4096, 32000] float matrix (Eigen: max, then exp-sum,
+//               as one tensor expression and as a per-row Array loop)
+//   Copy:       y = x over 2^24 floats (memcpy per thread): this machine's memory bandwidth
+// Each at 1 and 2 threads (Eigen: ThreadPoolDevice with that many threads; tessel:
+// exec::OpenMP{.threads = n}). Run with
+//   --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// and compare medians; bytes_per_second counts every byte read or written once.
+#define EIGEN_USE_THREADS
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <unsupported/Eigen/CXX11/Tensor>
+#include <vector>
+
+#include <tessel/tessel.hpp>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace {
+
+using namespace tessel;
+
+constexpr index_t fused_n = index_t{1} << 24;
+constexpr index_t lse_rows = 4096;
+constexpr index_t lse_cols = 32000;
+
+std::vector<float> random_floats(index_t n, float lo, float hi, unsigned seed) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+struct FusedData {
+  std::vector<float> x = random_floats(fused_n, -1, 1, 1);
+  std::vector<float> z = random_floats(fused_n, -4, 4, 2);
+  std::vector<float> y = std::vector<float>(static_cast<std::size_t>(fused_n), 0.0f);
+};
+FusedData& fused_data() {
+  static FusedData d;
+  return d;
+}
+
+struct LseData {
+  std::vector<float> x = random_floats(lse_rows * lse_cols, -8, 8, 3);
+  std::vector<float> out = std::vector<float>(static_cast<std::size_t>(lse_rows), 0.0f);
+  std::vector<float> max = std::vector<float>(static_cast<std::size_t>(lse_rows), 0.0f);
+};
+LseData& lse_data() {
+  static LseData d;
+  return d;
+}
+
+constexpr float a = 0.5f;
+constexpr float b = 1.5f;
+
+void BM_Fused_tessel(benchmark::State& state) {
+  auto& d = fused_data();
+  int const threads = static_cast<int>(state.range(0));
+  auto x = make_tensor(d.x.data(), make_shape(fused_n));
+  auto z = make_tensor(d.z.data(), make_shape(fused_n));
+  auto y = make_tensor(d.y.data(), make_shape(fused_n));
+  for (auto _ : state) {
+    assign(y, a * x + b * exp(z), exec::OpenMP{.threads = threads});
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * fused_n * 4 * index_t(sizeof(float)));
+}
+
+void BM_Fused_eigen(benchmark::State& state) {
+  auto& d = fused_data();
+  int const threads = static_cast<int>(state.range(0));
+  Eigen::ThreadPool pool(threads);
+  Eigen::ThreadPoolDevice device(&pool, threads);
+  Eigen::TensorMap<Eigen::Tensor<float, 1, Eigen::RowMajor>> x(d.x.data(), fused_n);
+  Eigen::TensorMap<Eigen::Tensor<float, 1, Eigen::RowMajor>> z(d.z.data(), fused_n);
+  Eigen::TensorMap<Eigen::Tensor<float, 1, Eigen::RowMajor>> y(d.y.data(), fused_n);
+  for (auto _ : state) {
+    y.device(device) = a * x + b * z.exp();
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * fused_n * 4 * index_t(sizeof(float)));
+}
+
+void BM_RowLse_tessel(benchmark::State& state) {
+  auto& d = lse_data();
+  int const threads = static_cast<int>(state.range(0));
+  auto x = make_tensor(d.x.data(), make_shape(lse_rows, lse_cols));
+  auto out = make_tensor(d.out.data(), make_shape(lse_rows));
+  for (auto _ : state) {
+    assign(out, logsumexp(x, mode<1>), exec::OpenMP{.threads = threads});
+    benchmark::DoNotOptimize(d.out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * lse_rows * lse_cols * index_t(sizeof(float)));
+}
+
+void BM_RowLse_eigen(benchmark::State& state) {
+  auto& d = lse_data();
+  int const threads = static_cast<int>(state.range(0));
+  Eigen::ThreadPool pool(threads);
+  Eigen::ThreadPoolDevice device(&pool, threads);
+  using Index = Eigen::Index;
+  Eigen::TensorMap<Eigen::Tensor<float, 2, Eigen::RowMajor>> x(d.x.data(), lse_rows, lse_cols);
+  Eigen::TensorMap<Eigen::Tensor<float, 1, Eigen::RowMajor>> m(d.max.data(), lse_rows);
+  Eigen::TensorMap<Eigen::Tensor<float, 1, Eigen::RowMajor>> out(d.out.data(), lse_rows);
+  Eigen::array<Index, 1> const cols{1};
+  Eigen::array<Index, 2> const column{lse_rows, 1};
+  Eigen::array<Index, 2> const across{1, lse_cols};
+  for (auto _ : state) {
+    m.device(device) = x.maximum(cols);
+    out.device(device) = m + (x - m.reshape(column).broadcast(across)).exp().sum(cols).log();
+    benchmark::DoNotOptimize(d.out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * lse_rows * lse_cols * index_t(sizeof(float)));
+}
+
+// Eigen's best equivalent we found: per row, an Array map, maxCoeff, then (row - m).exp().sum()
+// (vectorized; the second pass reads the row from cache), rows split by Eigen's parallelFor.
+void BM_RowLse_eigen_rows(benchmark::State& state) {
+  auto& d = lse_data();
+  int const threads = static_cast<int>(state.range(0));
+  Eigen::ThreadPool pool(threads);
+  Eigen::ThreadPoolDevice device(&pool, threads);
+  auto rows = [&](Eigen::Index first, Eigen::Index last) {
+    for (Eigen::Index r = first; r < last; ++r) {
+      Eigen::Map<Eigen::ArrayXf const> row(d.x.data() + r * lse_cols, lse_cols);
+      float const m = row.maxCoeff();
+      d.out[static_cast<std::size_t>(r)] = m + std::log((row - m).exp().sum());
+    }
+  };
+  Eigen::TensorOpCost const per_row(double(lse_cols) * sizeof(float), sizeof(float),
+                                    double(lse_cols) * 20);
+  for (auto _ : state) {
+    device.parallelFor(lse_rows, per_row, rows);
+    benchmark::DoNotOptimize(d.out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * lse_rows * lse_cols * index_t(sizeof(float)));
+}
+
+// The memory-bandwidth baseline: memcpy of one contiguous chunk per thread.
+void BM_Copy_memcpy(benchmark::State& state) {
+  auto& d = fused_data();
+  int const threads = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+    {
+      index_t const t = omp_get_thread_num(), n = omp_get_num_threads();
+      index_t const begin = fused_n * t / n, end = fused_n * (t + 1) / n;
+      std::memcpy(d.y.data() + begin, d.x.data() + begin,
+                  static_cast<std::size_t>(end - begin) * sizeof(float));
+    }
+#else
+    (void)threads;
+    std::memcpy(d.y.data(), d.x.data(), static_cast<std::size_t>(fused_n) * sizeof(float));
+#endif
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * fused_n * 2 * index_t(sizeof(float)));
+}
+
+// The same copy as a tessel assignment (y = x).
+void BM_Copy_tessel(benchmark::State& state) {
+  auto& d = fused_data();
+  int const threads = static_cast<int>(state.range(0));
+  auto x = make_tensor(d.x.data(), make_shape(fused_n));
+  auto y = make_tensor(d.y.data(), make_shape(fused_n));
+  for (auto _ : state) {
+    assign(y, x, exec::OpenMP{.threads = threads});
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * fused_n * 2 * index_t(sizeof(float)));
+}
+
+// Where Auto should switch from serial to OpenMP: y = a * x + b over n floats.
+void BM_Threshold(benchmark::State& state) {
+  index_t const n = state.range(0);
+  int const threads = static_cast<int>(state.range(1));
+  auto x = make_host_tensor<float>(make_shape(n));
+  auto y = make_host_tensor<float>(make_shape(n));
+  for (auto _ : state) {
+    if (threads == 1)
+      assign(y, a * x + b, exec::Serial{});
+    else
+      assign(y, a * x + b, exec::OpenMP{.threads = threads});
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+}  // namespace
+
+BENCHMARK(BM_Fused_tessel)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Fused_eigen)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RowLse_tessel)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RowLse_eigen)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RowLse_eigen_rows)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Copy_memcpy)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Copy_tessel)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Threshold)
+    ->ArgsProduct({{1 << 12, 1 << 14, 1 << 15, 1 << 16, 1 << 18, 1 << 20, 1 << 22}, {1, 2}})
+    ->ArgNames({"n", "threads"})
+    ->UseRealTime();
+
+BENCHMARK_MAIN();
