@@ -35,10 +35,11 @@ template <class T>
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(std::vector<T> const& host) : size_(host.size()) {
-    device::check(cudaMalloc(&data_, (size_ > 0 ? size_ : 1) * sizeof(T)), "cudaMalloc");
+    TESSEL_CUDA_CHECK(cudaMalloc(&data_, (size_ > 0 ? size_ : 1) * sizeof(T)),
+                      "allocating a test buffer");
     if (size_ > 0)
-      device::check(cudaMemcpy(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice),
-                    "cudaMemcpy");
+      TESSEL_CUDA_CHECK(cudaMemcpy(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice),
+                        "copying a test buffer");
   }
   ~DeviceBuffer() { cudaFree(data_); }
   DeviceBuffer(DeviceBuffer const&) = delete;
@@ -46,8 +47,8 @@ class DeviceBuffer {
   std::vector<T> to_host() const {
     std::vector<T> out(size_);
     if (size_ > 0)
-      device::check(cudaMemcpy(out.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost),
-                    "cudaMemcpy");
+      TESSEL_CUDA_CHECK(cudaMemcpy(out.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost),
+                        "copying a test buffer");
     return out;
   }
 
@@ -126,7 +127,7 @@ void check_against_reference(Problem p, ReferenceOptions const& o) {
   forward(make_device_tensor(x.data(), make_shape(bt, h)),
           make_device_tensor(w.data(), make_shape(v, h)),
           make_device_tensor(y.data(), make_shape(bt)), opt, out);
-  device::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  TESSEL_CUDA_CHECK(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   EXPECT_TRUE(close(loss.to_host(), want.loss)) << "loss";
   EXPECT_TRUE(close(z.to_host(), want.z_loss)) << "z_loss";
   EXPECT_TRUE(close(dx.to_host(), want.grad_input)) << "grad_input";
@@ -240,17 +241,17 @@ TEST(FlceCudaF32, AllocatesItsScratchFromTheStreamOrderedPool) {
   DeviceBuffer<std::int64_t> y(p.target);
   cudaMemPool_t pool;
   int device = 0;
-  device::check(cudaGetDevice(&device), "cudaGetDevice");
-  device::check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+  TESSEL_CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
+  TESSEL_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
   std::uint64_t zero = 0, high = 0;
-  device::check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero), "reset");
+  TESSEL_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero), "reset");
   FlcePlan const plan = forward(make_device_tensor(x.data(), make_shape(256, 64)),
                                 make_device_tensor(w.data(), make_shape(3000, 64)),
                                 make_device_tensor(y.data(), make_shape(256)), {},
                                 {.loss = make_device_tensor(loss.data(), make_shape(1)),
                                  .grad_input = make_device_tensor(dx.data(), make_shape(256, 64))});
-  device::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  device::check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high), "high");
+  TESSEL_CUDA_CHECK(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  TESSEL_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high), "high");
   EXPECT_GE(static_cast<index_t>(high), plan.scratch_bytes(DType::f32));
   EXPECT_LT(static_cast<index_t>(high), plan.scratch_bytes(DType::f32) + (index_t{2} << 20));
 }

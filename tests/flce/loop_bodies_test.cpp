@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <tessel/flce/detail/sequential_context.hpp>
+#include <tessel/exec/body/context.hpp>
 #include <tessel/flce/loop_bodies.hpp>
 
 #include "flce/thread_block.hpp"
@@ -31,7 +31,7 @@ TEST(SummarizeTargets, SumsTheNonIgnoredTargetsAndFindsTheFirstBadRowWithAnyLane
     EXPECT_EQ(s.class_weight_sum, 12.5);
     EXPECT_EQ(s.first_bad_row, 3);
   }
-  flce::detail::SequentialContext seq;
+  exec::SequentialContext seq;
   TargetSummary const none =
       summarize_targets(seq, y.data(), 1, 3, 9, -100, static_cast<float const*>(nullptr), 1);
   EXPECT_EQ(none.count, 2);

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include <tessel/flce/detail/sequential_context.hpp>
+#include <tessel/exec/body/context.hpp>
 #include <tessel/flce/row.hpp>
 
 #include "flce/reference.hpp"
@@ -18,7 +18,7 @@ using namespace tessel;
 using namespace tessel::flce;
 using tessel::flce::test::ThreadBlock;
 
-static_assert(std::is_same_v<decltype(flce::detail::SequentialContext::lanes()), Int<1>>);
+static_assert(std::is_same_v<decltype(exec::SequentialContext::lanes()), Int<1>>);
 
 RowConstants<double> constants(double smoothing, double z_scale, double softcap, index_t vocab,
                                double weight_sum, index_t ignore_index = -100) {
@@ -39,7 +39,7 @@ TEST(FusedRow, MatchesAClosedFormThreeClassExample) {
   RowRefs<double, double, double> r;
   r.logits = logits;
   r.grad = grad;
-  flce::detail::SequentialContext ctx;
+  exec::SequentialContext ctx;
   RowLoss<double> const l = fused_row(ctx, r, 3, 0, constants(0.0, 0.5, 0.0, 3, 3.0), 1.0, 1.0);
   double const lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
   EXPECT_NEAR(l.ce, lse - 1.0, 1e-14);
@@ -58,7 +58,7 @@ TEST(FusedRow, AnIgnoredRowHasNoLossAndAZeroGradient) {
   r.grad = grad.data();
   RowConstants<float> k;
   k.ignore_index = 2;  // inside the vocabulary
-  flce::detail::SequentialContext ctx;
+  exec::SequentialContext ctx;
   RowLoss<float> const l = fused_row(ctx, r, Int<4>{}, 2, k, 1.0f, 1.0f);
   EXPECT_EQ(l.ce, 0.0f);
   EXPECT_EQ(l.z, 0.0f);
@@ -95,7 +95,7 @@ TEST(FusedRow, ABlockOfThreadsGivesTheSequentialResultForAnyLaneCount) {
     r.grad = expected.data();
     r.bias = c.bias.data();
     r.class_weights = c.class_weights.data();
-    flce::detail::SequentialContext seq;
+    exec::SequentialContext seq;
     RowLoss<double> const want = fused_row(seq, r, vocab, c.target, c.k, 0.7, 0.3);
 
     for (int lanes : {2, 4, 7, 32}) {
@@ -136,7 +136,7 @@ TEST(FusedRow, WritesA16BitGradientAsTheRoundedF32Gradient) {
   RowRefs<float, float, bfloat16> r1{logits.data(), wide.data(), bias.data(), 1, weights.data(), 1};
   RowRefs<float, bfloat16, bfloat16> r2{
       logits.data(), narrow.data(), bias.data(), 1, weights.data(), 1};
-  flce::detail::SequentialContext ctx;
+  exec::SequentialContext ctx;
   RowLoss<float> const a = fused_row(ctx, r1, vocab, c.target, k, 1.0f, 1.0f);
   RowLoss<float> const b = fused_row(ctx, r2, vocab, c.target, k, 1.0f, 1.0f);
   EXPECT_EQ(a.ce, b.ce);

@@ -1,6 +1,8 @@
-// Host executors: Serial (one thread), OpenMP (a team of threads; serial when tessel is built
+// Executors. Host: Serial (one thread), OpenMP (a team of threads; serial when tessel is built
 // without OpenMP) and Auto (the default for `dst = expr`: serial below a work threshold, OpenMP
-// above). An executor only decides how many threads share one pass; the pass itself is the same.
+// above); a host executor only decides how many threads share one pass, the pass is the same.
+// Device: Cuda, bound to a stream; its kernels are in <tessel/exec/cuda.cuh> (CUDA translation
+// units only), and this tag needs no CUDA header.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +14,10 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
+
+// The CUDA runtime's stream type (cudaStream_t is CUstream_st*), declared here so that host-only
+// builds can name a Cuda executor without the CUDA headers.
+struct CUstream_st;
 
 namespace tessel::exec {
 
@@ -30,6 +36,15 @@ struct Auto {
   index_t parallel_threshold = default_parallel_threshold;
   int threads = 0;  // 0: omp_get_max_threads()
 };
+
+// Runs assignments of device tensors as CUDA kernels queued on `stream` (null: the legacy default
+// stream). Nothing waits: synchronize the stream before reading results on the host.
+struct Cuda {
+  CUstream_st* stream = nullptr;
+};
+
+template <class X>
+concept DeviceExecutor = std::same_as<std::remove_cvref_t<X>, Cuda>;
 
 template <class X>
 concept HostExecutor = std::same_as<std::remove_cvref_t<X>, Serial> ||

@@ -386,13 +386,28 @@ auto make_compact(ExprShape<R> const& s) {
 
 // ---- binding an expression to a loop nest ----
 
+// A temporary that is not a tensor engine of its own (e.g. stream-ordered device memory): a view
+// and what keeps its memory alive.
+template <TensorType V>
+struct OwnedView {
+  V view;
+  std::shared_ptr<void> keep;
+};
+
+template <class T>
+struct is_owned_view : std::false_type {};
+template <class V>
+struct is_owned_view<OwnedView<V>> : std::true_type {};
+
 // Collects the operands of one assignment (destination first), keeps the temporaries alive, and
 // positions the evaluators once the loop nest is known.
-// R: iteration rank, K: loop-mode capacity, N: operand capacity.
-template <std::size_t R, std::size_t K, std::size_t N>
+// R: iteration rank, K: loop-mode capacity, N: operand capacity, Space: where the executor runs
+// (its operands must live there).
+template <std::size_t R, std::size_t K, std::size_t N, class Space = HostSpace>
 class Binder {
  public:
   using Reduced = std::array<bool, at_least_one<R>>;
+  using space = Space;
 
   Binder(ExprShape<R> const& shape, Reduced const& reduced) : shape_(shape), reduced_(reduced) {}
 
@@ -424,9 +439,34 @@ class Binder {
     return add_owned(std::move(tmp), false);
   }
 
+  // A device tensor leaf: its operand, or compact() (an OwnedView of a compact copy made by the
+  // device executor) when its modes cannot be iterated with the operands before it.
+  template <TensorType V, class Compact>
+  auto add_device_leaf(V const& v, Compact const& compact) {
+    using T = std::remove_cv_t<typename V::element_type>;
+    static_assert(std::is_same_v<typename V::space, DeviceSpace>,
+                  "tessel: the CUDA executor reads device tensors only; this expression holds a "
+                  "host tensor (copy it to the device first, or use a host executor).");
+    constexpr std::size_t RV = tessel::detail::tensor_rank<V>();
+    auto d = describe<R, K>(v, trailing_map<RV, R>(), shape_, true);
+    if (merge_boundaries(bounds_, d, shape_)) return push<T>(d);
+    return add_owned(compact());
+  }
+
   // A temporary this binder keeps alive (a materialized reduction or a compacted leaf).
+  template <class V>
+  auto add_owned(OwnedView<V> const& tmp, bool user_memory = false) {
+    using T = std::remove_cv_t<typename V::element_type>;
+    temporaries_.push_back(tmp.keep);
+    constexpr std::size_t RV = tessel::detail::tensor_rank<V>();
+    auto d = describe<R, K>(tmp.view, trailing_map<RV, R>(), shape_, user_memory);
+    bool ok = merge_boundaries(bounds_, d, shape_);  // compact: no split points inside a mode
+    (void)ok;
+    return push<T>(d);
+  }
   template <class HT>
-  auto add_owned(HT&& tmp, bool user_memory = false) {
+  requires(!is_owned_view<std::remove_cvref_t<HT>>::value) auto add_owned(
+      HT&& tmp, bool user_memory = false) {
     using T = typename std::remove_cvref_t<HT>::value_type;
     auto owned = std::make_shared<std::remove_cvref_t<HT>>(std::forward<HT>(tmp));
     temporaries_.push_back(owned);
@@ -489,7 +529,10 @@ class Binder {
 template <std::size_t K, class Node, class B, class Materialize>
 auto bind(Node const& node, B& binder, Materialize const& materialize) -> eval_t<Node, K> {
   if constexpr (is_tensor_leaf<Node>::value) {
-    return binder.add_leaf(node.tensor);
+    if constexpr (std::is_same_v<typename B::space, DeviceSpace>)
+      return binder.add_device_leaf(node.tensor, [&] { return materialize(node); });
+    else
+      return binder.add_leaf(node.tensor);
   } else if constexpr (is_scalar_leaf<Node>::value) {
     return ScalarEval<typename Node::value_type>{node.value};
   } else if constexpr (is_map<Node>::value) {

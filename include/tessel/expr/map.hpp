@@ -17,7 +17,7 @@ namespace detail {
 template <class... Cs>
 constexpr std::size_t max_rank() {
   std::size_t r = 0;
-  ((r = Cs::rank > r ? Cs::rank : r), ...);
+  ((r = std::max(r, Cs::rank)), ...);  // std::max: nvcc flags `0 > r` as a pointless comparison
   return r;
 }
 

@@ -28,12 +28,12 @@
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
 #include "../core/int.hpp"
+#include "../exec/body/context.hpp"
 #include "../tensor/memory_space.hpp"
 #include "../tensor/tensor.hpp"
 #include "arguments.hpp"
 #include "call.hpp"
 #include "detail/openmp.hpp"
-#include "detail/sequential_context.hpp"
 #include "loop_bodies.hpp"
 #include "options.hpp"
 #include "plan.hpp"
@@ -173,7 +173,7 @@ void run_host(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, HostS
       refs.bias_stride = o.bias.stride;
       refs.class_weights = o.class_weights.data;
       refs.class_weight_stride = o.class_weights.stride;
-      SequentialContext ctx;
+      exec::SequentialContext ctx;
       RowLoss<C> const l = fused_row(ctx, refs, vocab_extent, static_cast<index_t>(y[row]), k,
                                      static_cast<C>(dy * scales.ce), static_cast<C>(dy * scales.z));
       row_loss[row] = l.ce;
@@ -217,7 +217,7 @@ void run_host(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, HostS
     }
   }
 
-  SequentialContext ctx;
+  exec::SequentialContext ctx;
   finalize_losses(ctx, row_loss, row_z, bt, o.reduction, scales, out.loss.data, out.loss.stride,
                   out.z_loss.data, out.z_loss.stride);
 }
@@ -244,7 +244,7 @@ requires MatrixTensor<X, HostSpace> && MatrixTensor<W, HostSpace> && TargetTenso
   VectorArg<TargetT const, HostSpace> const y(target);
   detail::validate_call(x, w, y, options, outputs);
   FlcePlan const plan = detail::plan_for(input, weight, options.chunk_size);
-  detail::SequentialContext ctx;
+  exec::SequentialContext ctx;
   TargetSummary const summary =
       summarize_targets(ctx, y.data, y.stride, y.size, w.rows, options.ignore_index,
                         options.class_weights.data, options.class_weights.stride);

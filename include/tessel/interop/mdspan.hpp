@@ -25,7 +25,7 @@ namespace tessel {
 namespace detail {
 
 template <class E>
-constexpr std::size_t mdspan_extent_v = static_cast<std::size_t>(cuda::std::dynamic_extent);
+constexpr std::size_t mdspan_extent_v = static_cast<std::size_t>(::cuda::std::dynamic_extent);
 template <index_t N>
 constexpr std::size_t mdspan_extent_v<Int<N>> = static_cast<std::size_t>(N);
 
@@ -43,7 +43,7 @@ template <class S>
 struct MdspanExtents;
 template <class... Es>
 struct MdspanExtents<tuple<Es...>> {
-  using type = cuda::std::extents<index_t, mdspan_extent_v<Es>...>;
+  using type = ::cuda::std::extents<index_t, mdspan_extent_v<Es>...>;
 };
 
 template <TensorType T>
@@ -70,12 +70,12 @@ template <TensorType T>
 auto to_mdspan(T const& t) {
   detail::check_mdspan_source(t);
   using Ext = detail::mdspan_extents_t<T>;
-  using Mapping = cuda::std::layout_stride::mapping<Ext>;
+  using Mapping = ::cuda::std::layout_stride::mapping<Ext>;
   constexpr std::size_t R = Ext::rank();
   auto const shape = detail::flat_modes(t.shape());
   auto const stride = detail::flat_modes(t.stride());
-  cuda::std::array<index_t, R> extents{};
-  cuda::std::array<index_t, R> strides{};
+  ::cuda::std::array<index_t, R> extents{};
+  ::cuda::std::array<index_t, R> strides{};
   std::size_t k = 0;
   for_each_leaf(shape, [&](auto e) { extents[k++] = to_index(e); });
   k = 0;
@@ -96,7 +96,7 @@ auto to_mdspan(T const& t) {
     detail::throw_error(detail::sentence("a tensor with layout ", to_string(t.layout()),
                                          " maps several coordinates to one element, which an "
                                          "mdspan with layout_stride cannot describe."));
-  return cuda::std::mdspan<typename T::element_type, Ext, cuda::std::layout_stride>(
+  return ::cuda::std::mdspan<typename T::element_type, Ext, ::cuda::std::layout_stride>(
       t.data(), Mapping(Ext(extents), strides));
 }
 
@@ -117,17 +117,17 @@ auto to_mdspan_right(T const& t) {
         detail::sentence("an mdspan with layout_right needs a compact row-major "
                          "tensor, not one with layout ",
                          to_string(t.layout()), "."));
-  cuda::std::array<index_t, Ext::rank()> extents{};
+  ::cuda::std::array<index_t, Ext::rank()> extents{};
   std::size_t k = 0;
   for_each_leaf(shape, [&](auto e) { extents[k++] = to_index(e); });
-  return cuda::std::mdspan<typename T::element_type, Ext, cuda::std::layout_right>(t.data(),
-                                                                                   Ext(extents));
+  return ::cuda::std::mdspan<typename T::element_type, Ext, ::cuda::std::layout_right>(
+      t.data(), Ext(extents));
 }
 
 namespace detail {
 template <class E, std::size_t R>
 auto mdspan_extent(E const& e) {
-  if constexpr (E::static_extent(R) != cuda::std::dynamic_extent) {
+  if constexpr (E::static_extent(R) != ::cuda::std::dynamic_extent) {
     return Int<static_cast<index_t>(E::static_extent(R))>{};
   } else {
     return static_cast<index_t>(e.extent(R));
@@ -138,15 +138,15 @@ auto mdspan_extent(E const& e) {
 // A host tensor view of an mdspan's elements (write-through). Static extents become Int<N>;
 // layout_right gives compact row-major strides, any other strided mapping its strides.
 template <class T, class Extents, class LayoutPolicy, class Accessor>
-auto make_tensor(cuda::std::mdspan<T, Extents, LayoutPolicy, Accessor> const& m) {
-  static_assert(std::is_same_v<Accessor, cuda::std::default_accessor<T>>,
+auto make_tensor(::cuda::std::mdspan<T, Extents, LayoutPolicy, Accessor> const& m) {
+  static_assert(std::is_same_v<Accessor, ::cuda::std::default_accessor<T>>,
                 "tessel: only mdspans with the default accessor can be viewed as tensors.");
   constexpr std::size_t R = Extents::rank();
   auto const shape = [&]<std::size_t... I>(std::index_sequence<I...>) {
     return make_shape(detail::mdspan_extent<Extents, I>(m.extents())...);
   }
   (std::make_index_sequence<R>{});
-  if constexpr (std::is_same_v<LayoutPolicy, cuda::std::layout_right>) {
+  if constexpr (std::is_same_v<LayoutPolicy, ::cuda::std::layout_right>) {
     return make_tensor(m.data_handle(), make_layout(shape));
   } else {
     static_assert(LayoutPolicy::template mapping<Extents>::is_always_strided(),

@@ -15,6 +15,7 @@
 
 #include <tessel/core/dtype.hpp>
 #include <tessel/core/error.hpp>
+#include <tessel/exec/cuda/error.hpp>
 #include <tessel/flce/arguments.hpp>
 #include <tessel/flce/backward.hpp>
 #include <tessel/flce/call.hpp>
@@ -37,12 +38,6 @@ struct CudaExec {
 };
 
 namespace device {
-
-inline void check(cudaError_t status, char const* what) {
-  if (status != cudaSuccess)
-    flce::detail::fail(
-        tessel::detail::sentence("CUDA error in ", what, ": ", cudaGetErrorString(status), "."));
-}
 
 inline void check(cublasStatus_t status, char const* what) {
   if (status != CUBLAS_STATUS_SUCCESS)
@@ -74,7 +69,8 @@ constexpr cudaDataType_t cuda_type() {
 class Scratch {
  public:
   Scratch(index_t bytes, cudaStream_t stream) : stream_(stream) {
-    check(cudaMallocAsync(&data_, static_cast<std::size_t>(bytes), stream), "cudaMallocAsync");
+    TESSEL_CUDA_CHECK(cudaMallocAsync(&data_, static_cast<std::size_t>(bytes), stream),
+                      "allocating the FLCE scratch");
   }
   ~Scratch() { cudaFreeAsync(data_, stream_); }
   Scratch(Scratch const&) = delete;
@@ -154,12 +150,12 @@ void run(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, DeviceSpac
   prepare_kernel<<<1, single_block_threads, 0, stream>>>(
       y.data, y.stride, bt, v, o.ignore_index, o.class_weights.data, o.class_weights.stride,
       o.reduction, scalars);
-  check(cudaGetLastError(), "the FLCE prepare kernel");
+  TESSEL_CUDA_CHECK(cudaGetLastError(), "launching the FLCE prepare kernel");
   // The one synchronization: an invalid target must throw before any output is written.
   DeviceScalars host{};
-  check(cudaMemcpyAsync(&host, scalars, sizeof host, cudaMemcpyDeviceToHost, stream),
-        "cudaMemcpyAsync");
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  TESSEL_CUDA_CHECK(cudaMemcpyAsync(&host, scalars, sizeof host, cudaMemcpyDeviceToHost, stream),
+                    "reading back the FLCE target summary");
+  TESSEL_CUDA_CHECK(cudaStreamSynchronize(stream), "waiting for the FLCE target summary");
   if (host.summary.first_bad_row >= 0)
     flce::detail::fail_bad_target(host.bad_target, host.summary.first_bad_row, v, o.ignore_index);
 
@@ -198,7 +194,7 @@ void run(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, DeviceSpac
     args.first_row = r0;
     row_kernel<row_threads>
         <<<static_cast<unsigned>(rows), row_threads, 0, stream>>>(args, vocab_extent);
-    check(cudaGetLastError(), "the FLCE row kernel");
+    TESSEL_CUDA_CHECK(cudaGetLastError(), "launching the FLCE row kernel");
     if (!grads) continue;
     // grad_weight before grad_input, so a grad_input that overwrites the input still works.
     if (out.grad_weight.present)
@@ -209,7 +205,7 @@ void run(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, DeviceSpac
       bias_grad_kernel<<<static_cast<unsigned>(column_blocks), column_threads, 0, stream>>>(
           static_cast<G const*>(grad), rows, v, v, out.grad_bias.data, out.grad_bias.stride,
           chunk != 0);
-      check(cudaGetLastError(), "the FLCE grad_bias kernel");
+      TESSEL_CUDA_CHECK(cudaGetLastError(), "launching the FLCE grad_bias kernel");
     }
     if (out.grad_input.present)
       gemm<C>(handle, grad_input_gemm(rows, h, v, leading(w), v, leading(out.grad_input)), w.data,
@@ -218,22 +214,22 @@ void run(FlcePlan const& plan, Vocab vocab_extent, MatrixArg<T const, DeviceSpac
 
   if (bt == 0) {  // no chunk wrote the accumulated gradients
     if (out.grad_weight.present)
-      check(cudaMemset2DAsync(out.grad_weight.data,
-                              static_cast<std::size_t>(leading(out.grad_weight)) * sizeof(C), 0,
-                              static_cast<std::size_t>(h) * sizeof(C), static_cast<std::size_t>(v),
-                              stream),
-            "cudaMemset2DAsync");
+      TESSEL_CUDA_CHECK(
+          cudaMemset2DAsync(
+              out.grad_weight.data, static_cast<std::size_t>(leading(out.grad_weight)) * sizeof(C),
+              0, static_cast<std::size_t>(h) * sizeof(C), static_cast<std::size_t>(v), stream),
+          "zeroing grad_weight");
     if (out.grad_bias.present) {
       bias_grad_kernel<<<static_cast<unsigned>(column_blocks), column_threads, 0, stream>>>(
           static_cast<G const*>(grad), index_t{0}, v, v, out.grad_bias.data, out.grad_bias.stride,
           false);
-      check(cudaGetLastError(), "the FLCE grad_bias kernel");
+      TESSEL_CUDA_CHECK(cudaGetLastError(), "launching the FLCE grad_bias kernel");
     }
   }
   finalize_kernel<<<1, single_block_threads, 0, stream>>>(row_ce, row_z, bt, o.reduction, scalars,
                                                           out.loss.data, out.loss.stride,
                                                           out.z_loss.data, out.z_loss.stride);
-  check(cudaGetLastError(), "the FLCE finalize kernel");
+  TESSEL_CUDA_CHECK(cudaGetLastError(), "launching the FLCE finalize kernel");
 }
 
 }  // namespace device
@@ -277,7 +273,7 @@ void backward(double grad_output, Outputs<T, DeviceSpace> const& grads, CudaExec
     if (n == 0) return;
     device::scale_matrix_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, exec.stream>>>(
         data, rows, cols, ld, dy);
-    device::check(cudaGetLastError(), "the FLCE scale kernel");
+    TESSEL_CUDA_CHECK(cudaGetLastError(), "launching the FLCE scale kernel");
   };
   auto const& g = grads;
   if (g.grad_input.present)
@@ -308,7 +304,7 @@ void backward(
   if (n == 0) return;
   device::scale_rows_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, exec.stream>>>(
       dx.data, dx.rows, dx.cols, dx.row_stride, grad_output_rows.data, grad_output_rows.stride);
-  device::check(cudaGetLastError(), "the FLCE scale kernel");
+  TESSEL_CUDA_CHECK(cudaGetLastError(), "launching the FLCE scale kernel");
 }
 
 }  // namespace tessel::flce

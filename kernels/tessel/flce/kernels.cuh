@@ -13,9 +13,11 @@
 #include <tessel/flce/plan.hpp>
 #include <tessel/flce/row.hpp>
 
-#include "block_context.cuh"
+#include <tessel/exec/block_context.cuh>
 
 namespace tessel::flce::device {
+
+using exec::BlockContext;
 
 // Threads of the row kernel's blocks. A row of 128256 logits is ~250 elements per thread per
 // pass; four blocks fit an SM. Register use stays low: the body holds a few scalars per thread.

@@ -7,13 +7,15 @@
 #include <concepts>
 
 #include "../../core/config.hpp"
+#include "../../core/int.hpp"
 
 namespace tessel::exec {
 
-// The host twin's context: a single lane, so reduce is the identity.
+// The host twin's context: a single lane, so reduce is the identity. lane() and lanes() are static
+// integers, so a body's strided loops become plain unit-stride loops the compiler vectorizes.
 struct SequentialContext {
-  TESSEL_HOST_DEVICE constexpr index_t lane() const noexcept { return 0; }
-  TESSEL_HOST_DEVICE constexpr index_t lanes() const noexcept { return 1; }
+  TESSEL_HOST_DEVICE static constexpr Int<0> lane() noexcept { return {}; }
+  TESSEL_HOST_DEVICE static constexpr Int<1> lanes() noexcept { return {}; }
   // @post every lane receives the combination of all lanes' partials (here: the one partial)
   template <class T, class Combine>
   TESSEL_HOST_DEVICE constexpr T reduce(T partial, Combine const&) const {

@@ -1,0 +1,236 @@
+// The CUDA executor against the host executor (its host twin): every kernel family (packet,
+// linear and FastDivmod elementwise; block and warp row reductions, flat and not; softmax and
+// log-softmax epilogues; full reductions and argmax through cub::DeviceReduce), with results
+// compared element by element. Those tests skip, with a message, without a GPU; the validation
+// tests (shape errors before any launch, nothing written) run everywhere.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <tessel/exec/cuda.cuh>
+#include <tessel/exec/cuda/device_memory.hpp>
+#include <tessel/exec/cuda/stream.hpp>
+#include <tessel/tensor/host_tensor.hpp>
+#include <tessel/tessel.hpp>
+
+// Inside namespace tessel rather than `using namespace tessel`: a using-directive would make
+// tessel::cuda visible where nvcc's generated launch stubs name CCCL's ::cuda unqualified.
+namespace tessel {
+namespace {
+
+#define TESSEL_REQUIRE_GPU()                                                                  \
+  do {                                                                                        \
+    if (cuda::device_count() == 0)                                                            \
+      GTEST_SKIP() << "no CUDA device: the CUDA executor was built, not run (host twins are " \
+                      "tested in tests/exec).";                                               \
+  } while (0)
+
+static_assert(exec::DeviceExecutor<exec::Cuda> && !exec::HostExecutor<exec::Cuda>);
+
+template <class Shape>
+auto random_host(Shape const& s, unsigned seed) {
+  auto t = make_host_tensor<float>(s);
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  index_t const n = to_index(size(t.layout()));
+  for (index_t i = 0; i < n; ++i) t.data()[i] = dist(gen);
+  return t;
+}
+
+template <class H>
+auto to_device(H const& h, cuda::Stream const& s) {
+  auto d = make_device_tensor<typename H::value_type>(h.layout());
+  cuda::copy_to_device(d, h, s);
+  return d;
+}
+
+template <class D>
+auto to_host(D const& d, cuda::Stream const& s) {
+  auto h = make_host_tensor<typename D::value_type>(d.layout());
+  cuda::copy_to_host(h, d, s);
+  s.synchronize();
+  return h;
+}
+
+template <class A, class B>
+void expect_close(A const& a, B const& b, double tol) {
+  index_t const n = to_index(size(a.layout()));
+  ASSERT_EQ(n, to_index(size(b.layout())));
+  for (index_t i = 0; i < n; ++i) {
+    double const x = static_cast<double>(a.data()[i]), y = static_cast<double>(b.data()[i]);
+    ASSERT_NEAR(x, y, tol * (1.0 + std::abs(y))) << "at flat index " << i;
+  }
+}
+
+TEST(CudaExecutor, FusedElementwiseMatchesTheHostTwin) {
+  TESSEL_REQUIRE_GPU();
+  cuda::Stream s;
+  exec::Cuda const gpu{s.get()};
+  for (index_t cols : {index_t{1024}, index_t{1027}}) {  // packets; a tail and scalar accesses
+    auto hx = random_host(make_shape(index_t{37}, cols), 1);
+    auto hy = random_host(make_shape(index_t{37}, cols), 2);
+    auto x = to_device(hx, s);
+    auto y = to_device(hy, s);
+    auto out = make_device_tensor<float>(make_shape(index_t{37}, cols));
+    assign(out, exp(x) * 2.0f + y * y, gpu);
+    auto expected = make_host_tensor<float>(make_shape(index_t{37}, cols));
+    assign(expected, exp(hx) * 2.0f + hy * hy, exec::Serial{});
+    expect_close(to_host(out, s), expected, 1e-6);
+  }
+}
+
+TEST(CudaExecutor, TransposedAndBroadcastOperandsUseTheIndexedKernel) {
+  TESSEL_REQUIRE_GPU();
+  cuda::Stream s;
+  exec::Cuda const gpu{s.get()};
+  auto hx = random_host(make_shape(index_t{65}, index_t{33}), 3);
+  auto hb = random_host(make_shape(index_t{33}), 4);
+  auto x = to_device(hx, s);
+  auto b = to_device(hb, s);
+  auto out = make_device_tensor<float>(make_shape(index_t{33}, index_t{65}));
+  assign(out, transpose(x) + 1.5f, gpu);  // transposed read: a two-mode nest
+  auto expected = make_host_tensor<float>(make_shape(index_t{33}, index_t{65}));
+  assign(expected, transpose(hx) + 1.5f, exec::Serial{});
+  expect_close(to_host(out, s), expected, 1e-6);
+
+  auto out2 = make_device_tensor<float>(make_shape(index_t{65}, index_t{33}));
+  assign(out2, x - b, gpu);  // b broadcast along mode 0
+  auto expected2 = make_host_tensor<float>(make_shape(index_t{65}, index_t{33}));
+  assign(expected2, hx - hb, exec::Serial{});
+  expect_close(to_host(out2, s), expected2, 1e-6);
+}
+
+TEST(CudaExecutor, RowReductionsMatchTheHostTwin) {
+  TESSEL_REQUIRE_GPU();
+  cuda::Stream s;
+  exec::Cuda const gpu{s.get()};
+  for (index_t cols : {index_t{100}, index_t{5000}}) {  // a warp per row; a block per row
+    auto hx = random_host(make_shape(index_t{19}, cols), 5);
+    auto x = to_device(hx, s);
+    auto lse = make_device_tensor<float>(make_shape(index_t{19}));
+    auto mx = make_device_tensor<float>(make_shape(index_t{19}));
+    auto am = make_device_tensor<index_t>(make_shape(index_t{19}));
+    auto col = make_device_tensor<float>(make_shape(cols));
+    assign(lse, logsumexp(x * 0.5f, mode<1>), gpu);  // producer fused into the row kernel
+    assign(mx, max(x, mode<1>), gpu);
+    assign(am, argmax(x, mode<1>), gpu);
+    assign(col, sum(x, mode<0>), gpu);  // a strided (column) row
+    auto else_ = make_host_tensor<float>(make_shape(index_t{19}));
+    auto emx = make_host_tensor<float>(make_shape(index_t{19}));
+    auto eam = make_host_tensor<index_t>(make_shape(index_t{19}));
+    auto ecol = make_host_tensor<float>(make_shape(cols));
+    assign(else_, logsumexp(hx * 0.5f, mode<1>), exec::Serial{});
+    assign(emx, max(hx, mode<1>), exec::Serial{});
+    assign(eam, argmax(hx, mode<1>), exec::Serial{});
+    assign(ecol, sum(hx, mode<0>), exec::Serial{});
+    expect_close(to_host(lse, s), else_, 1e-5);
+    expect_close(to_host(mx, s), emx, 0.0);
+    expect_close(to_host(am, s), eam, 0.0);
+    expect_close(to_host(col, s), ecol, 1e-4);
+  }
+}
+
+TEST(CudaExecutor, SoftmaxEpiloguesMatchTheHostTwin) {
+  TESSEL_REQUIRE_GPU();
+  cuda::Stream s;
+  exec::Cuda const gpu{s.get()};
+  for (index_t cols : {index_t{257}, index_t{4099}}) {
+    auto hx = random_host(make_shape(index_t{7}, cols), 6);
+    auto x = to_device(hx, s);
+    auto sm = make_device_tensor<float>(make_shape(index_t{7}, cols));
+    auto lsm = make_device_tensor<float>(make_shape(index_t{7}, cols));
+    assign(sm, softmax(x + 1.0f), gpu);
+    assign(lsm, log_softmax(x), gpu);
+    auto esm = make_host_tensor<float>(make_shape(index_t{7}, cols));
+    auto elsm = make_host_tensor<float>(make_shape(index_t{7}, cols));
+    assign(esm, softmax(hx + 1.0f), exec::Serial{});
+    assign(elsm, log_softmax(hx), exec::Serial{});
+    expect_close(to_host(sm, s), esm, 1e-5);
+    expect_close(to_host(lsm, s), elsm, 1e-5);
+  }
+}
+
+TEST(CudaExecutor, FullReductionsGoThroughCub) {
+  TESSEL_REQUIRE_GPU();
+  cuda::Stream s;
+  exec::Cuda const gpu{s.get()};
+  auto hx = random_host(make_shape(index_t{301}, index_t{97}), 7);
+  auto x = to_device(hx, s);
+  auto total = make_device_tensor<float>(make_shape(index_t{1}));
+  auto arg = make_device_tensor<index_t>(make_shape(index_t{1}));
+  auto lse = make_device_tensor<float>(make_shape(index_t{1}));
+  assign(total, sum(x * x), gpu);
+  assign(arg, argmax(x), gpu);
+  assign(lse, logsumexp(x), gpu);
+  auto et = make_host_tensor<float>(make_shape(index_t{1}));
+  auto ea = make_host_tensor<index_t>(make_shape(index_t{1}));
+  auto el = make_host_tensor<float>(make_shape(index_t{1}));
+  assign(et, sum(hx * hx), exec::Serial{});
+  assign(ea, argmax(hx), exec::Serial{});
+  assign(el, logsumexp(hx), exec::Serial{});
+  expect_close(to_host(total, s), et, 1e-4);
+  expect_close(to_host(arg, s), ea, 0.0);
+  expect_close(to_host(lse, s), el, 1e-5);
+}
+
+TEST(CudaExecutor, ReductionsInsideExpressionsAreMaterializedOnTheDevice) {
+  TESSEL_REQUIRE_GPU();
+  cuda::Stream s;
+  exec::Cuda const gpu{s.get()};
+  auto hx = random_host(make_shape(index_t{9}, index_t{300}), 8);
+  auto x = to_device(hx, s);
+  auto out = make_device_tensor<float>(make_shape(index_t{9}, index_t{300}));
+  assign(out, exp(x - logsumexp(x, mode<1>, keep)), gpu);
+  auto expected = make_host_tensor<float>(make_shape(index_t{9}, index_t{300}));
+  assign(expected, exp(hx - logsumexp(hx, mode<1>, keep)), exec::Serial{});
+  expect_close(to_host(out, s), expected, 1e-5);
+}
+
+// Validation runs on the host before any CUDA call, so fake device pointers are enough here.
+TEST(CudaExecutor, ShapeMismatchThrowsBeforeAnyLaunch) {
+  float* fake = reinterpret_cast<float*>(std::uintptr_t{256});
+  auto x = make_device_tensor(fake, make_shape(3, 4));
+  auto out = make_device_tensor(fake + 64, make_shape(4, 3));
+  try {
+    assign(out, x + 1.0f, exec::Cuda{});
+    FAIL() << "a shape mismatch must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(),
+                 "cannot assign an expression of shape (3,4) to a tensor of shape (4,3).");
+  }
+}
+
+TEST(CudaExecutor, ARepeatingDestinationThrowsBeforeAnyLaunch) {
+  float* fake = reinterpret_cast<float*>(std::uintptr_t{256});
+  auto x = make_device_tensor(fake, make_shape(3, 4));
+  auto out = make_device_tensor(fake + 64, make_layout(make_shape(3, 4), make_stride(1, 0)));
+  try {
+    assign(out, x * 2.0f, exec::Cuda{});
+    FAIL() << "a destination with a stride-0 mode must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(),
+                 "cannot assign to a tensor whose layout (3,4):(1,0) maps several coordinates to "
+                 "one element.");
+  }
+}
+
+TEST(CudaExecutor, AnEmptyMaxThrowsBeforeAnyLaunch) {
+  float* fake = reinterpret_cast<float*>(std::uintptr_t{256});
+  auto x = make_device_tensor(fake, make_shape(3, 0));
+  auto out = make_device_tensor(fake + 64, make_shape(3));
+  try {
+    assign(out, max(x, mode<1>), exec::Cuda{});
+    FAIL() << "a max over an empty mode must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(),
+                 "cannot take the max over mode 1 of an expression of shape (3,0), which has "
+                 "extent 0.");
+  }
+}
+
+}  // namespace
+}  // namespace tessel
