@@ -52,13 +52,20 @@ struct NestIndexer {
   }
 
   // Moves evs to flat index f of modes [lo, hi) except the innermost, whose coordinate it returns
-  // (the offset an evaluator's operator() takes).
+  // (the offset an evaluator's operator() takes). Unrolled like seek: indexing extent[hi - 1] at
+  // run time would put the divisors in local memory.
   template <class... Evs>
   TESSEL_HOST_DEVICE Index seek_inner(int lo, int hi, Index f, Evs&... evs) const {
     Index inner = f;
-    if (hi - 1 > lo) {
-      f = extent[hi - 1].divmod(f, inner);
-      seek(lo, hi - 1, f, evs...);
+    TESSEL_UNROLL
+    for (int m = static_cast<int>(K) - 1; m >= 0; --m) {
+      if (m < lo || m >= hi) continue;
+      Index c = f;
+      if (m > lo) f = extent[m].divmod(f, c);
+      if (m == hi - 1)
+        inner = c;
+      else
+        (evs.advance(m, static_cast<index_t>(c)), ...);
     }
     return inner;
   }
