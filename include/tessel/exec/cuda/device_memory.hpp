@@ -43,8 +43,12 @@ class DeviceArrayEngine {
 
   DeviceArrayEngine(DeviceArrayEngine const&) = delete;
   DeviceArrayEngine& operator=(DeviceArrayEngine const&) = delete;
-  DeviceArrayEngine(DeviceArrayEngine&& other) noexcept
-      : buffer_(std::exchange(other.buffer_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  // Host-device because Tensor's (host-device) move constructor calls it; it touches no memory.
+  TESSEL_HOST_DEVICE DeviceArrayEngine(DeviceArrayEngine&& other) noexcept
+      : buffer_(other.buffer_), size_(other.size_) {
+    other.buffer_ = nullptr;
+    other.size_ = 0;
+  }
   DeviceArrayEngine& operator=(DeviceArrayEngine&& other) noexcept {
     if (this != &other) {
       release();
