@@ -242,17 +242,20 @@ void print_plans() {
   }
 }
 
-// Bytes as text for a terminal: control characters other than newline become '.'; newlines
-// continue the indentation.
+// Bytes as text for a terminal: control characters other than newline become '.', trailing
+// spaces go, and newlines continue the indentation.
 std::string printable(std::string const& text) {
   std::string out;
   for (char ch : text) {
     auto const u = static_cast<unsigned char>(ch);
-    if (ch == '\n')
+    if (ch == '\n') {
+      while (!out.empty() && out.back() == ' ') out.pop_back();
       out += "\n    ";
-    else
+    } else {
       out += (u < 0x20 || u == 0x7f) ? '.' : ch;
+    }
   }
+  while (!out.empty() && (out.back() == ' ' || out.back() == '\n')) out.pop_back();
   return out;
 }
 
