@@ -30,7 +30,8 @@ struct Corpus {
   // both parts sample every document. Positions are those of predicted bytes (>= context).
   std::vector<std::uint32_t> train_positions, held_out_positions;
 
-  // @pre the corpus has at least 8 * batch_tokens bytes (tessel::Error otherwise)
+  // @pre the corpus has at least 16 KiB, so that at least one batch is held out (tessel::Error
+  // otherwise)
   static Corpus load(std::filesystem::path const& path) {
     namespace fs = std::filesystem;
     using tessel::detail::sentence;
@@ -55,7 +56,7 @@ struct Corpus {
       if (!in) tessel::detail::throw_error(sentence("cannot read ", f.string(), "."));
       c.text.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
-    constexpr std::size_t min_bytes = 8 * batch_tokens;
+    constexpr std::size_t min_bytes = 16 * 1024;
     if (c.text.size() < min_bytes || c.text.size() > UINT32_MAX)
       tessel::detail::throw_error(sentence("the corpus ", path.string(), " has ", c.text.size(),
                                            " bytes; lm_demo needs at least ", min_bytes,
