@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -90,15 +91,14 @@ std::string rng_text(std::mt19937_64 const& rng) {
 }
 
 void save_checkpoint(Run& run, Settings const& s, Corpus const& corpus, fs::path const& path) {
-  tessel::SafetensorsFile file = tessel::shampoo::to_safetensors(
-      run.exec->state_dict(), {
-                                  {"format", checkpoint_format},
-                                  {"step", std::to_string(run.losses.size())},
-                                  {"seed", std::to_string(s.seed)},
-                                  {"rng", rng_text(run.rng)},
-                                  {"corpus", std::to_string(corpus.fingerprint())},
-                              });
-  file.metadata["format"] = checkpoint_format;  // to_safetensors sets the optimizer's
+  // The optimizer's tensors keep their key-path names (["0","block_0",...]); to_safetensors
+  // writes its own format tag, which the demo's replaces.
+  tessel::SafetensorsFile file = tessel::shampoo::to_safetensors(run.exec->state_dict());
+  file.metadata = {{"format", checkpoint_format},
+                   {"step", std::to_string(run.losses.size())},
+                   {"seed", std::to_string(s.seed)},
+                   {"rng", rng_text(run.rng)},
+                   {"corpus", std::to_string(corpus.fingerprint())}};
   file.tensors.push_back(
       tessel::make_safetensors_entry("model.embedding", {vocab, embed}, run.model.embedding));
   file.tensors.push_back(tessel::make_safetensors_entry(
@@ -138,7 +138,12 @@ void load_checkpoint(Run& run, Corpus const& corpus, fs::path const& path) {
   auto embedding = tensor("model.embedding", {vocab, embed});
   auto layer = tensor("model.hidden", {hidden, features + 1});
   auto head = tensor("model.head", {vocab, hidden});
-  std::int64_t const steps = std::stoll(meta("step"));
+  std::int64_t steps = -1;
+  std::string const& step_text = meta("step");
+  auto const parsed = std::from_chars(step_text.data(), step_text.data() + step_text.size(), steps);
+  if (parsed.ec != std::errc{} || parsed.ptr != step_text.data() + step_text.size() || steps < 0)
+    tessel::detail::throw_error(
+        sentence(path.string(), " has step \"", step_text, "\", which is not a step count."));
   auto losses = tensor("train.loss", {steps});
   std::mt19937_64 rng;
   std::istringstream(meta("rng")) >> rng;
