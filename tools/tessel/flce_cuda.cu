@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <tessel/exec/cuda/error.hpp>
 #include <tessel/flce/cuda.cuh>
 #include <tessel/tensor/tensor.hpp>
 
@@ -12,17 +13,16 @@ namespace tessel::cli {
 
 namespace {
 
-using flce::device::check;
-
 // Device memory holding a copy of a host vector; copied back with to(host).
 template <class T>
 class DeviceCopy {
  public:
   explicit DeviceCopy(std::vector<T> const& host) : size_(host.size()) {
-    check(cudaMalloc(&data_, (size_ > 0 ? size_ : 1) * sizeof(T)), "cudaMalloc");
+    TESSEL_CUDA_CHECK(cudaMalloc(&data_, (size_ > 0 ? size_ : 1) * sizeof(T)),
+                      "allocating device memory for an FLCE argument");
     if (size_ > 0)
-      check(cudaMemcpy(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice),
-            "cudaMemcpy");
+      TESSEL_CUDA_CHECK(cudaMemcpy(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice),
+                        "copying an FLCE argument to the device");
   }
   ~DeviceCopy() { cudaFree(data_); }
   DeviceCopy(DeviceCopy const&) = delete;
@@ -30,8 +30,8 @@ class DeviceCopy {
   T* data() const { return data_; }
   void to(std::vector<T>& host) const {
     if (size_ > 0)
-      check(cudaMemcpy(host.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost),
-            "cudaMemcpy");
+      TESSEL_CUDA_CHECK(cudaMemcpy(host.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost),
+                        "copying an FLCE result to the host");
   }
 
  private:
@@ -74,7 +74,7 @@ void run_flce_cuda(FlceJob<T>& job) {
       make_device_tensor(static_cast<T const*>(x.data()), make_shape(job.bt, job.hidden)),
       make_device_tensor(static_cast<T const*>(w.data()), make_shape(job.vocab, job.hidden)),
       make_device_tensor(static_cast<std::int64_t const*>(y.data()), make_shape(job.bt)), o, out);
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  TESSEL_CUDA_CHECK(cudaDeviceSynchronize(), "waiting for the FLCE forward");
   loss.to(job.loss);
   z.to(job.z_loss);
   dx.to(job.grad_input);
