@@ -191,7 +191,7 @@ TEST(DistributedShampooErrors, ComputeUpdatesNeedsRoomForEveryUpdate) {
   std::vector<float> updates(3);
   EXPECT_EQ(error_of([&] { opt.compute_updates(ps, gs, updates); }),
             "compute_updates needs room for " + std::to_string(total_numel()) +
-                " update values (one per element of 11 blocks), got 3.");
+                " update values (one per element of 12 blocks), got 3.");
   EXPECT_EQ(opt.step_count(), 0);
   EXPECT_EQ(opt.state_dict(), Shampoo<float>(plan_for(1)).state_dict());
 }
@@ -226,7 +226,7 @@ TEST(DistributedShampooErrors, AnUpdateF16CannotHoldFailsTheStepWithNothingAppli
   std::vector<std::span<float const>> gs(grads.begin(), grads.end());
   auto momentum_before = opt.state_dict();
   EXPECT_EQ(error_of([&] { opt.step(ps, gs); }),
-            "the update of parameter 1, block 0 has the value 100000 at element 2, which f16 "
+            "the update of parameter 1, block 0 has the value 1e+05 at element 2, which f16 "
             "cannot hold; choose a wider communication_dtype.");
   EXPECT_TRUE(same_bits(params, initial_params<float>()));
   // As in Shampoo<T>::step when a block fails: the step counted, factors accumulated, momentum
@@ -378,10 +378,13 @@ TEST(DistributedShampooCheckpoint, AnotherPlanIsRefused) {
   auto before = opt.state_dict();
   EXPECT_EQ(error_of([&] { load_checkpoint(opt, dir); }),
             "the checkpoint " + dir.string() +
-                " holds 11 blocks but this optimizer's plan has 2; nothing was loaded.");
+                " holds 12 blocks but this optimizer's plan has 2; nothing was loaded.");
   EXPECT_EQ(opt.state_dict(), before);
 }
 
+// 57 keys: 5 steps and, per block, the filtered gradient and a factor and an inverse root per mode:
+// the 0-D parameter is one block of shape (1), (5) and (6) two blocks each, (9, 7) six 2-D blocks,
+// (2, 3, 4) one 3-D block: 5 + 3 + 2 * 3 + 2 * 3 + 6 * 5 + 7. Momentum adds one key per block (12).
 TEST(DistributedShampooCheckpoint, StateForOtherOptionsIsRefusedByTheStateCheck) {
   dist::SingleProcessCommunicator world;
   Saved saved(world, Options{});
@@ -390,8 +393,8 @@ TEST(DistributedShampooCheckpoint, StateForOtherOptionsIsRefusedByTheStateCheck)
   DistributedShampoo<float> opt(world, plan_for(1), momentum);
   auto before = opt.state_dict();
   EXPECT_EQ(error_of([&] { load_checkpoint(opt, saved.dir / "ckpt"); }),
-            "the state has no key [\"1\",\"block_0\",\"momentum_buffer\"]; it holds 35 keys where "
-            "this optimizer has 46.");
+            "the state has no key [\"0\",\"block_0\",\"momentum_buffer\"]; it holds 57 keys where "
+            "this optimizer has 69.");
   EXPECT_EQ(opt.state_dict(), before);
 }
 
