@@ -88,15 +88,18 @@ int main(int argc, char** argv) {
   options.grafting = shampoo::adam_grafting();
   shampoo::DistributedShampoo<float> opt(world, plan, options);
 
-  // Who owns what, rank by rank.
-  for (int r = 0; r < world.size(); ++r) {
-    if (r == world.rank()) {
-      std::printf("rank %d owns blocks", r);
-      for (index_t b : opt.owned_blocks()) std::printf(" %ld", static_cast<long>(b));
-      std::printf(" (%zu of %zu update bytes)\n", opt.sent_bytes(), opt.exchanged_bytes());
-      std::fflush(stdout);
-    }
-    world.barrier();
+  // Who owns what: each rank's (bytes sent, blocks owned) gathered to rank 0, which prints them.
+  std::size_t const nb = plan.num_blocks();
+  std::vector<long> mine(nb + 2, -1), all(mine.size() * static_cast<std::size_t>(world.size()));
+  mine[0] = static_cast<long>(opt.sent_bytes());
+  mine[1] = static_cast<long>(opt.owned_blocks().size());
+  for (std::size_t k = 0; k < opt.owned_blocks().size(); ++k) mine[k + 2] = opt.owned_blocks()[k];
+  world.all_gather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all)));
+  for (int r = 0; root && r < world.size(); ++r) {
+    long const* row = all.data() + static_cast<std::size_t>(r) * mine.size();
+    std::printf("rank %d owns blocks", r);
+    for (long k = 0; k < row[1]; ++k) std::printf(" %ld", row[k + 2]);
+    std::printf(" (%ld of %zu update bytes)\n", row[0], opt.exchanged_bytes());
   }
 
   Problem const problem;

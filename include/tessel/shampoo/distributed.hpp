@@ -13,7 +13,8 @@
 //   - when the communication dtype holds every T exactly (f32 or f64 for float, f64 for double),
 //     they are bit for bit those of the single-process Shampoo<T> on the same gradients;
 //   - with bf16 or f16 they are those of Shampoo<T> whose updates are rounded to that dtype before
-//     being applied (each step's error is at most half an ulp of that dtype in u).
+//     being applied (half an ulp of that dtype per element of u); an update the dtype cannot hold
+//     (f16 beyond 65504) fails the step.
 #pragma once
 
 #include <algorithm>
