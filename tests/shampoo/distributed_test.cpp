@@ -352,6 +352,68 @@ TEST(DistributedShampooCheckpoint, AForeignIndexIsRefused) {
       });
 }
 
+TEST(DistributedShampooCheckpoint, AnIndexWithMissingOrMalformedFieldsIsRefused) {
+  dist::SingleProcessCommunicator world;
+  Saved saved(world, Options{});
+  auto const dir = saved.dir / "ckpt";
+  DistributedShampoo<float> opt(world, plan_for(1));
+  std::string const prefix =
+      (dir / "index.json").string() + " is not a distributed Shampoo index: ";
+  std::ifstream in(dir / "index.json");
+  auto const good = nlohmann::json::parse(in);
+  auto with = [&](auto&& edit) {
+    return [&, edit] {
+      auto j = good;
+      edit(j);
+      test_support::write_file(dir / "index.json", j.dump());
+    };
+  };
+  std::string const tail = "; nothing was loaded.";
+  expect_load_fails(opt, dir, prefix + "it has no step >= 0" + tail,
+                    with([](nlohmann::json& j) { j["step"] = -1; }));
+  expect_load_fails(opt, dir, prefix + "it has no list of files" + tail,
+                    with([](nlohmann::json& j) { j["files"] = nlohmann::json::array(); }));
+  expect_load_fails(opt, dir, prefix + "it has no list of blocks" + tail,
+                    with([](nlohmann::json& j) { j.erase("blocks"); }));
+  expect_load_fails(opt, dir, prefix + "a block is not [parameter, block, file]" + tail,
+                    with([](nlohmann::json& j) {
+                      j["blocks"][0] = {0, 0};
+                    }));
+  expect_load_fails(opt, dir, prefix + "it lists a block twice" + tail,
+                    with([](nlohmann::json& j) { j["blocks"][1] = j["blocks"][0]; }));
+  expect_load_fails(opt, dir,
+                    "the checkpoint " + dir.string() + " has no block 0 of parameter 0" + tail,
+                    with([](nlohmann::json& j) {
+                      j["blocks"][0] = {0, 9, 0};
+                    }));
+}
+
+TEST(DistributedShampooCheckpoint, ARankFileWithoutAStepIsRefused) {
+  dist::SingleProcessCommunicator world;
+  Saved saved(world, Options{});
+  auto const dir = saved.dir / "ckpt";
+  DistributedShampoo<float> opt(world, plan_for(1));
+  expect_load_fails(opt, dir,
+                    (dir / "rank_0.safetensors").string() +
+                        " holds step (none) but index.json says 3; nothing was loaded.",
+                    [&] {
+                      auto file = read_safetensors(dir / "rank_0.safetensors");
+                      file.metadata.erase("step");
+                      write_safetensors(dir / "rank_0.safetensors", file);
+                    });
+}
+
+TEST(DistributedShampooCheckpoint, SavingWhereNoDirectoryCanBeMadeFailsWithNothingWritten) {
+  dist::SingleProcessCommunicator world;
+  TempDir dir;
+  test_support::write_file(dir / "file", "x");
+  DistributedShampoo<float> opt(world, plan_for(1));
+  EXPECT_EQ(error_of([&] { save_checkpoint(opt, dir / "file" / "ckpt"); }),
+            "cannot create the checkpoint directory " + (dir / "file" / "ckpt").string() +
+                ": Not a directory.");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
 TEST(DistributedShampooCheckpoint, AStepMismatchBetweenIndexAndFileIsRefused) {
   dist::SingleProcessCommunicator world;
   Saved saved(world, Options{});

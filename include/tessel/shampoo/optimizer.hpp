@@ -309,6 +309,7 @@ class Shampoo {
     for (auto& g : groups_)
       if (!g.momentum.empty()) g.momentum.swap(g.staged_momentum);
   }
+
   struct Group {
     Extents shape;
     index_t count = 0;
