@@ -8,6 +8,8 @@
 #include "shampoo/combined_linear.hpp"
 #include "shampoo/context.hpp"
 #include "shampoo/distribute.hpp"
+#include "shampoo/distributed.hpp"
+#include "shampoo/distributed_checkpoint.hpp"
 #include "shampoo/matrix_functions.hpp"
 #include "shampoo/optimizer.hpp"
 #include "shampoo/options.hpp"

@@ -14,7 +14,7 @@ namespace {
 using namespace tessel;
 
 bool have_device() {
-  return cuda::device_count() > 0;
+  return gpu::device_count() > 0;
 }
 
 TEST(DeviceMemory, WithoutADeviceAllocationIsAClearError) {
@@ -37,7 +37,7 @@ TEST(DeviceMemory, CopiesCheckShapesBeforeTouchingMemory) {
   float* fake = reinterpret_cast<float*>(std::uintptr_t{256});
   auto host = make_host_tensor<float>(make_shape(3, 4));
   try {
-    cuda::copy_to_device(make_device_tensor(fake, make_shape(4, 3)), host, nullptr);
+    gpu::copy_to_device(make_device_tensor(fake, make_shape(4, 3)), host, nullptr);
     FAIL();
   } catch (Error const& e) {
     EXPECT_STREQ(e.what(),
@@ -45,7 +45,7 @@ TEST(DeviceMemory, CopiesCheckShapesBeforeTouchingMemory) {
                  "shape (3,4).");
   }
   try {
-    cuda::copy_to_host(
+    gpu::copy_to_host(
         host, make_device_tensor(fake, make_layout(make_shape(3, 4), make_stride(1, 3))), nullptr);
     FAIL();
   } catch (Error const& e) {
@@ -58,24 +58,24 @@ TEST(DeviceMemory, CopiesCheckShapesBeforeTouchingMemory) {
 
 TEST(DeviceMemory, RoundTripThroughTheDevice) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine: device round trip not run";
-  cuda::Stream stream;
+  gpu::Stream stream;
   auto host = make_host_tensor<float>(make_shape(64, 33));
   for (index_t i = 0; i < size(host); ++i) host[i] = static_cast<float>(i) * 0.5f;
   auto dev = make_device_tensor<float>(make_shape(64, 33));
   auto back = make_host_tensor<float>(make_shape(64, 33));
-  cuda::copy_to_device(dev, host, stream);
-  cuda::copy_to_host(back, dev, stream);
+  gpu::copy_to_device(dev, host, stream);
+  gpu::copy_to_host(back, dev, stream);
   stream.synchronize();
   for (index_t i = 0; i < size(host); ++i) ASSERT_EQ(back[i], host[i]);
 }
 
 TEST(DeviceMemory, NewDeviceTensorsAreZeroed) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
-  cuda::Stream stream;
+  gpu::Stream stream;
   auto dev = make_device_tensor<int>(make_shape(1000));
   auto back = make_host_tensor<int>(make_shape(1000));
   for (index_t i = 0; i < 1000; ++i) back[i] = 7;
-  cuda::copy_to_host(back, dev, stream);
+  gpu::copy_to_host(back, dev, stream);
   stream.synchronize();
   for (index_t i = 0; i < 1000; ++i) ASSERT_EQ(back[i], 0);
 }

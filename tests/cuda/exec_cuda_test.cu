@@ -17,14 +17,15 @@
 #include <tessel/tensor/host_tensor.hpp>
 #include <tessel/tessel.hpp>
 
-// Inside namespace tessel rather than `using namespace tessel`: a using-directive would make
-// tessel::cuda visible where nvcc's generated launch stubs name CCCL's ::cuda unqualified.
-namespace tessel {
+// A using-directive, as users write it: tessel declares no namespace `cuda`, so CCCL's ::cuda
+// stays unambiguous in nvcc's generated launch stubs.
+using namespace tessel;
+
 namespace {
 
 #define TESSEL_REQUIRE_GPU()                                                                  \
   do {                                                                                        \
-    if (cuda::device_count() == 0)                                                            \
+    if (gpu::device_count() == 0)                                                             \
       GTEST_SKIP() << "no CUDA device: the CUDA executor was built, not run (host twins are " \
                       "tested in tests/exec).";                                               \
   } while (0)
@@ -42,16 +43,16 @@ auto random_host(Shape const& s, unsigned seed) {
 }
 
 template <class H>
-auto to_device(H const& h, cuda::Stream const& s) {
+auto to_device(H const& h, gpu::Stream const& s) {
   auto d = make_device_tensor<typename H::value_type>(h.layout());
-  cuda::copy_to_device(d, h, s);
+  gpu::copy_to_device(d, h, s);
   return d;
 }
 
 template <class D>
-auto to_host(D const& d, cuda::Stream const& s) {
+auto to_host(D const& d, gpu::Stream const& s) {
   auto h = make_host_tensor<typename D::value_type>(d.layout());
-  cuda::copy_to_host(h, d, s);
+  gpu::copy_to_host(h, d, s);
   s.synchronize();
   return h;
 }
@@ -68,7 +69,7 @@ void expect_close(A const& a, B const& b, double tol) {
 
 TEST(CudaExecutor, FusedElementwiseMatchesTheHostTwin) {
   TESSEL_REQUIRE_GPU();
-  cuda::Stream s;
+  gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   for (index_t cols : {index_t{1024}, index_t{1027}}) {  // packets; a tail and scalar accesses
     auto hx = random_host(make_shape(index_t{37}, cols), 1);
@@ -85,7 +86,7 @@ TEST(CudaExecutor, FusedElementwiseMatchesTheHostTwin) {
 
 TEST(CudaExecutor, TransposedAndBroadcastOperandsUseTheIndexedKernel) {
   TESSEL_REQUIRE_GPU();
-  cuda::Stream s;
+  gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto hx = random_host(make_shape(index_t{65}, index_t{33}), 3);
   auto hb = random_host(make_shape(index_t{33}), 4);
@@ -106,7 +107,7 @@ TEST(CudaExecutor, TransposedAndBroadcastOperandsUseTheIndexedKernel) {
 
 TEST(CudaExecutor, RowReductionsMatchTheHostTwin) {
   TESSEL_REQUIRE_GPU();
-  cuda::Stream s;
+  gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   for (index_t cols : {index_t{100}, index_t{5000}}) {  // a warp per row; a block per row
     auto hx = random_host(make_shape(index_t{19}, cols), 5);
@@ -136,7 +137,7 @@ TEST(CudaExecutor, RowReductionsMatchTheHostTwin) {
 
 TEST(CudaExecutor, SoftmaxEpiloguesMatchTheHostTwin) {
   TESSEL_REQUIRE_GPU();
-  cuda::Stream s;
+  gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   for (index_t cols : {index_t{257}, index_t{4099}}) {
     auto hx = random_host(make_shape(index_t{7}, cols), 6);
@@ -156,7 +157,7 @@ TEST(CudaExecutor, SoftmaxEpiloguesMatchTheHostTwin) {
 
 TEST(CudaExecutor, FullReductionsGoThroughCub) {
   TESSEL_REQUIRE_GPU();
-  cuda::Stream s;
+  gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto hx = random_host(make_shape(index_t{301}, index_t{97}), 7);
   auto x = to_device(hx, s);
@@ -179,7 +180,7 @@ TEST(CudaExecutor, FullReductionsGoThroughCub) {
 
 TEST(CudaExecutor, ReductionsInsideExpressionsAreMaterializedOnTheDevice) {
   TESSEL_REQUIRE_GPU();
-  cuda::Stream s;
+  gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto hx = random_host(make_shape(index_t{9}, index_t{300}), 8);
   auto x = to_device(hx, s);
@@ -233,4 +234,3 @@ TEST(CudaExecutor, AnEmptyMaxThrowsBeforeAnyLaunch) {
 }
 
 }  // namespace
-}  // namespace tessel

@@ -16,10 +16,10 @@ using namespace tessel;
 using namespace tessel::dist;
 
 TEST(Nccl, CollectivesMatchTheMpiBackend) {
-  if (cuda::device_count() == 0)
+  if (gpu::device_count() == 0)
     GTEST_SKIP() << "no CUDA device on this machine: NCCL backend not run";
   MpiCommunicator mpi;
-  cuda::Stream stream;
+  gpu::Stream stream;
   NcclCommunicator nccl(mpi, stream);
   // all_gather_v of uneven float contributions, on both backends.
   std::vector<std::size_t> counts;
@@ -37,12 +37,12 @@ TEST(Nccl, CollectivesMatchTheMpiBackend) {
 
   auto dev_send = make_device_tensor<float>(make_shape(mpi.rank() + 2));
   auto dev_recv = make_device_tensor<float>(make_shape(static_cast<index_t>(total)));
-  cuda::copy_to_device(dev_send, host_send, stream);
+  gpu::copy_to_device(dev_send, host_send, stream);
   nccl.all_gather_v(
       std::as_bytes(std::span(dev_send.data(), static_cast<std::size_t>(size(dev_send)))),
       std::as_writable_bytes(std::span(dev_recv.data(), total)), counts);
   auto got = make_host_tensor<float>(make_shape(static_cast<index_t>(total)));
-  cuda::copy_to_host(got, dev_recv, stream);
+  gpu::copy_to_host(got, dev_recv, stream);
   stream.synchronize();
   for (std::size_t i = 0; i < total; ++i) EXPECT_EQ(got[static_cast<index_t>(i)], expect[i]);
 }

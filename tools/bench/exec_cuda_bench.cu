@@ -25,14 +25,14 @@ namespace tessel::bench {
 namespace {
 
 bool skip_without_gpu(benchmark::State& state) {
-  if (cuda::device_count() > 0) return false;
+  if (gpu::device_count() > 0) return false;
   state.SkipWithError("no CUDA device: the CUDA benchmarks were built, not run");
   return true;
 }
 
 // Times f() with CUDA events on stream, one iteration per benchmark iteration.
 template <class F>
-void time_on_stream(benchmark::State& state, cuda::Stream const& s, F const& f) {
+void time_on_stream(benchmark::State& state, gpu::Stream const& s, F const& f) {
   cudaEvent_t start, stop;
   TESSEL_CUDA_CHECK(cudaEventCreate(&start), "creating a timing event");
   TESSEL_CUDA_CHECK(cudaEventCreate(&stop), "creating a timing event");
@@ -54,7 +54,7 @@ void time_on_stream(benchmark::State& state, cuda::Stream const& s, F const& f) 
 void BM_FusedExpression(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   index_t const n = state.range(0);
-  cuda::Stream s;
+  gpu::Stream s;
   auto x = make_device_tensor<float>(make_shape(n));
   auto y = make_device_tensor<float>(make_shape(n));
   auto out = make_device_tensor<float>(make_shape(n));
@@ -65,7 +65,7 @@ void BM_FusedExpression(benchmark::State& state) {
 void BM_MemcpyDeviceToDevice(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   index_t const n = state.range(0);
-  cuda::Stream s;
+  gpu::Stream s;
   // 3n floats moved: a copy of 1.5n floats reads and writes 1.5n each.
   index_t const m = n * 3 / 2;
   auto a = make_device_tensor<float>(make_shape(m));
@@ -82,7 +82,7 @@ void BM_MemcpyDeviceToDevice(benchmark::State& state) {
 void BM_RowLogsumexp(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   index_t const rows = state.range(0), cols = state.range(1);
-  cuda::Stream s;
+  gpu::Stream s;
   auto x = make_device_tensor<float>(make_shape(rows, cols));
   auto out = make_device_tensor<float>(make_shape(rows));
   time_on_stream(state, s, [&] { assign(out, logsumexp(x, mode<1>), exec::Cuda{s.get()}); });
@@ -103,7 +103,7 @@ struct RowOffset {
 void BM_CubSegmentedLogsumexp(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   index_t const rows = state.range(0), cols = state.range(1);
-  cuda::Stream s;
+  gpu::Stream s;
   auto x = make_device_tensor<float>(make_shape(rows, cols));
   auto out = make_device_tensor<exec::LseState<float>>(make_shape(rows));
   auto in = thrust::make_transform_iterator(x.data(), ToLse{});
@@ -113,7 +113,7 @@ void BM_CubSegmentedLogsumexp(benchmark::State& state) {
   std::size_t bytes = 0;
   cub::DeviceSegmentedReduce::Reduce(nullptr, bytes, in, out.data(), static_cast<int>(rows),
                                      offsets, offsets + 1, op, op.identity(), s.get());
-  cuda::StreamBuffer temp(bytes, s);
+  gpu::StreamBuffer temp(bytes, s);
   time_on_stream(state, s, [&] {
     TESSEL_CUDA_CHECK(cub::DeviceSegmentedReduce::Reduce(temp.data(), bytes, in, out.data(),
                                                          static_cast<int>(rows), offsets,
@@ -126,7 +126,7 @@ void BM_CubSegmentedLogsumexp(benchmark::State& state) {
 void BM_FullSum(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   index_t const n = state.range(0);
-  cuda::Stream s;
+  gpu::Stream s;
   auto x = make_device_tensor<float>(make_shape(n));
   auto out = make_device_tensor<float>(make_shape(index_t{1}));
   time_on_stream(state, s, [&] { assign(out, sum(x), exec::Cuda{s.get()}); });
@@ -136,12 +136,12 @@ void BM_FullSum(benchmark::State& state) {
 void BM_CubDeviceReduceSum(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   index_t const n = state.range(0);
-  cuda::Stream s;
+  gpu::Stream s;
   auto x = make_device_tensor<float>(make_shape(n));
   auto out = make_device_tensor<float>(make_shape(index_t{1}));
   std::size_t bytes = 0;
   cub::DeviceReduce::Sum(nullptr, bytes, x.data(), out.data(), n, s.get());
-  cuda::StreamBuffer temp(bytes, s);
+  gpu::StreamBuffer temp(bytes, s);
   time_on_stream(state, s, [&] {
     TESSEL_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, x.data(), out.data(), n, s.get()),
                       "the CUB sum");

@@ -106,6 +106,9 @@ inline std::string block_name(index_t param, index_t block) {
 }  // namespace detail
 
 template <class T>
+class DistributedShampoo;
+
+template <class T>
 requires std::is_same_v<T, float> || std::is_same_v<T, double>
 class Shampoo {
  public:
@@ -137,21 +140,38 @@ class Shampoo {
   // than tolerated, throws tessel::Error naming the parameter and block after the factors of this
   // step were accumulated but before any parameter is changed.
   void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads) {
-    check_step_arguments(params, grads);
-    ++step_;
-    StepScalars const s = step_scalars();
-    for (auto& g : groups_) accumulate_group(g, params, grads, s);
-    // First failure in plan order.
-    for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
-      auto const& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
-      auto const& e = g.errors[static_cast<std::size_t>(plan_.blocks[b].slot)];
-      if (!e.empty()) tessel::detail::throw_error(e);
-    }
-    for (auto& g : groups_) update_group(g, params, s);
+    if (auto failure = prepare_updates(params, grads, nullptr, false))
+      tessel::detail::throw_error(failure->message);
   }
   void step(std::vector<std::span<T>> const& params, std::vector<std::span<T const>> const& grads) {
     step(std::span<std::span<T> const>(params), std::span<std::span<T const> const>(grads));
   }
+
+  // The step without touching the parameters: the same checks, errors and state changes as step(),
+  // but block b's update u (step() moves the block's elements by -lr * u) is written, row-major in
+  // the block's shape, to updates[update_offset(b), update_offset(b) + its numel). A distributed
+  // step is this on each block's owner, an exchange of the updates, and apply_update everywhere.
+  // @pre updates.size() == update_numel() (tessel::Error otherwise, before anything is changed)
+  void compute_updates(std::span<std::span<T> const> params,
+                       std::span<std::span<T const> const> grads, std::span<T> updates) {
+    check_step_arguments(params, grads);
+    if (updates.size() != static_cast<std::size_t>(update_numel()))
+      tessel::detail::throw_error(tessel::detail::sentence(
+          "compute_updates needs room for ", update_numel(), " update values (one per element of ",
+          plan_.num_blocks(), " blocks), got ", updates.size(), "."));
+    if (auto failure = prepare_updates(params, grads, updates.data(), false))
+      tessel::detail::throw_error(failure->message);
+  }
+  void compute_updates(std::vector<std::span<T>> const& params,
+                       std::vector<std::span<T const>> const& grads, std::span<T> updates) {
+    compute_updates(std::span<std::span<T> const>(params),
+                    std::span<std::span<T const> const>(grads), updates);
+  }
+
+  // Elements of all blocks: the size of compute_updates' output.
+  index_t update_numel() const noexcept { return update_offsets_.back(); }
+  // Where block b's update starts in compute_updates' output (blocks in plan order).
+  index_t update_offset(std::size_t b) const { return update_offsets_[b]; }
 
   // ---- inspection ----
 
@@ -196,6 +216,22 @@ class Shampoo {
   // same dtypes and shapes, and one step count for all parameters. Everything is checked before
   // anything is copied: on error the optimizer is left exactly as it was.
   void load_state_dict(StateDict const& state) {
+    index_t const step = check_state_dict(state);
+    assign_state_dict(state, step);
+  }
+
+ private:
+  template <class U>
+  friend class DistributedShampoo;
+
+  // The first block (in plan order) whose accumulation failed this step, and the error.
+  struct BlockFailure {
+    std::size_t block = 0;
+    std::string message;
+  };
+
+  // load_state_dict's checks: throws unless `state` fits; returns its step.
+  index_t check_state_dict(StateDict const& state) const {
     StateDict const expected = state_dict();
     for (auto const& [key, tensor] : expected) {
       auto it = state.find(key);
@@ -235,13 +271,45 @@ class Shampoo {
             "; all parameters share one step."));
       step = v;
     }
-    // Validated: copy.
+    return step;
+  }
+
+  // load_state_dict's copy. @pre check_state_dict(state) returned step
+  void assign_state_dict(StateDict const& state, index_t step) {
     for (std::size_t b = 0; b < plan_.num_blocks(); ++b) read_block_state(b, state);
     step_ = step;
     for (auto& g : groups_) std::fill(g.failures.begin(), g.failures.end(), 0);
   }
 
- private:
+  // step() up to the parameter update: checks the arguments, accumulates every block, and returns
+  // the first failure in plan order, or else updates every block: into the parameters when
+  // `updates` is null, else into updates (at update_offset). With stage_momentum the new momentum
+  // goes to a staging buffer that commit_momentum() makes current, so a distributed step can drop
+  // it when another rank's block failed, as step() never gets to update momentum then.
+  std::optional<BlockFailure> prepare_updates(std::span<std::span<T> const> params,
+                                              std::span<std::span<T const> const> grads, T* updates,
+                                              bool stage_momentum) {
+    check_step_arguments(params, grads);
+    ++step_;
+    StepScalars const s = step_scalars();
+    for (auto& g : groups_) accumulate_group(g, params, grads, s);
+    for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
+      auto const& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
+      auto const& e = g.errors[static_cast<std::size_t>(plan_.blocks[b].slot)];
+      if (!e.empty()) return BlockFailure{b, e};
+    }
+    for (auto& g : groups_) {
+      if (stage_momentum && !g.momentum.empty()) g.staged_momentum = g.momentum;
+      update_group(g, params, s, updates, stage_momentum);
+    }
+    return std::nullopt;
+  }
+
+  void commit_momentum() {
+    for (auto& g : groups_)
+      if (!g.momentum.empty()) g.momentum.swap(g.staged_momentum);
+  }
+
   struct Group {
     Extents shape;
     index_t count = 0;
@@ -259,6 +327,8 @@ class Shampoo {
     std::vector<std::string> errors;      // per slot, of the current step
     std::vector<T> grad;                  // scratch: gathered gradients
     std::vector<T> direction;             // scratch: the (filtered) gradient to precondition
+    std::vector<index_t> update_offset;   // per slot: where compute_updates writes its update
+    std::vector<T> staged_momentum;       // a distributed step's momentum until it commits
   };
 
   struct StepScalars {
@@ -317,12 +387,16 @@ class Shampoo {
       g.blocks.assign(static_cast<std::size_t>(g.count), 0);
       g.geometry.resize(static_cast<std::size_t>(g.count));
       g.errors.resize(static_cast<std::size_t>(g.count));
+      g.update_offset.assign(static_cast<std::size_t>(g.count), 0);
     }
+    update_offsets_.assign(plan_.num_blocks() + 1, 0);
     for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
       Group& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
       auto const s = static_cast<std::size_t>(plan_.blocks[b].slot);
       g.blocks[s] = static_cast<index_t>(b);
       g.geometry[s] = block_geometry(plan_, b);
+      g.update_offset[s] = update_offsets_[b];
+      update_offsets_[b + 1] = update_offsets_[b] + g.numel;
     }
   }
 
@@ -473,12 +547,14 @@ class Shampoo {
   }
 
   // Phase 2: precondition, graft, and update the parameters.
-  void update_group(Group& g, std::span<std::span<T> const> params, StepScalars const& s) {
-    detail::parallel_for(g.count, [&](index_t slot) { update_block(g, slot, params, s); });
+  void update_group(Group& g, std::span<std::span<T> const> params, StepScalars const& s,
+                    T* updates, bool stage_momentum) {
+    detail::parallel_for(
+        g.count, [&](index_t slot) { update_block(g, slot, params, s, updates, stage_momentum); });
   }
 
   void update_block(Group& g, index_t slot, std::span<std::span<T> const> params,
-                    StepScalars const& s) {
+                    StepScalars const& s, T* updates, bool stage_momentum) {
     HostContext const ctx;
     index_t const b = g.blocks[static_cast<std::size_t>(slot)];
     auto const p = static_cast<std::size_t>(plan_.blocks[static_cast<std::size_t>(b)].param);
@@ -512,10 +588,18 @@ class Shampoo {
         scale = static_cast<T>(graft_norm / (shampoo_norm + 1e-16));
       }
     }
-    update_parameter(
-        ctx, g.geometry[static_cast<std::size_t>(slot)], params[p].data(), search.data(), scale,
-        s.decoupled, g.momentum.empty() ? nullptr : g.momentum.data() + slot * n,
-        T(options_.momentum), T(options_.dampening), options_.use_nesterov, T(options_.lr));
+    T* momentum = g.momentum.empty()
+                      ? nullptr
+                      : (stage_momentum ? g.staged_momentum : g.momentum).data() + slot * n;
+    BlockGeometry const& geo = g.geometry[static_cast<std::size_t>(slot)];
+    if (updates)
+      block_update(ctx, geo, params[p].data(), search.data(), scale, s.decoupled, momentum,
+                   T(options_.momentum), T(options_.dampening), options_.use_nesterov,
+                   updates + g.update_offset[static_cast<std::size_t>(slot)]);
+    else
+      update_parameter(ctx, geo, params[p].data(), search.data(), scale, s.decoupled, momentum,
+                       T(options_.momentum), T(options_.dampening), options_.use_nesterov,
+                       T(options_.lr));
   }
 
   // Block b's tensors under their keys: written into `out` when given, read from `in` (validated
@@ -566,6 +650,7 @@ class Shampoo {
   Plan plan_;
   Options options_;
   std::vector<Group> groups_;
+  std::vector<index_t> update_offsets_;  // per plan block, and the total at the end
   index_t step_ = 0;
 };
 

@@ -94,24 +94,55 @@ TESSEL_HOST_DEVICE void grafting_direction(Ctx const& ctx, index_t n, T const* a
   }
 }
 
-// The rest of the step for one block, element by element: p <- scale * p (grafting);
-// p += weight_decay * w (decoupled); momentum m <- mu m + (1 - dampening) p and p <- m, or
-// p <- (1 - dampening) p + mu m with Nesterov; then w <- w - lr p in the parameter.
+// One element of a block's update u (the parameter then moves by -lr * u): u = scale * direction;
+// u += weight_decay * param (decoupled); momentum m <- mu m + (1 - dampening) u and u <- m, or
+// u <- (1 - dampening) u + mu m with Nesterov. `momentum` is the element's buffer or nullptr.
+template <class T>
+TESSEL_HOST_DEVICE T update_element(T direction, T scale, T weight_decay, T param, T* momentum,
+                                    T mu, T dampening, bool nesterov) {
+  T p = direction * scale;
+  if (weight_decay != T(0)) p += weight_decay * param;
+  if (momentum != nullptr) {
+    T const m = mu * *momentum + (T(1) - dampening) * p;
+    *momentum = m;
+    p = nesterov ? (T(1) - dampening) * p + mu * m : m;
+  }
+  return p;
+}
+
+// The rest of the step for one block, element by element: the update (update_element) applied as
+// w <- w - lr * u in the parameter.
 template <class Ctx, class T>
 TESSEL_HOST_DEVICE void update_parameter(Ctx const& ctx, BlockGeometry const& g, T* param,
                                          T const* direction, T scale, T weight_decay, T* momentum,
                                          T mu, T dampening, bool nesterov, T lr) {
   for (index_t i = ctx.first(); i < g.numel; i += ctx.stride()) {
     index_t const o = g.param_offset(i);
-    T p = direction[i] * scale;
-    if (weight_decay != T(0)) p += weight_decay * param[o];
-    if (momentum != nullptr) {
-      T const m = mu * momentum[i] + (T(1) - dampening) * p;
-      momentum[i] = m;
-      p = nesterov ? (T(1) - dampening) * p + mu * m : m;
-    }
-    param[o] -= lr * p;
+    T const u =
+        update_element(direction[i], scale, weight_decay, param[o],
+                       momentum != nullptr ? momentum + i : nullptr, mu, dampening, nesterov);
+    param[o] -= lr * u;
   }
+}
+
+// update_parameter split in two, for a distributed step: the owner of a block computes its update
+// into `out` (block order, row-major) without touching the parameter...
+template <class Ctx, class T>
+TESSEL_HOST_DEVICE void block_update(Ctx const& ctx, BlockGeometry const& g, T const* param,
+                                     T const* direction, T scale, T weight_decay, T* momentum, T mu,
+                                     T dampening, bool nesterov, T* out) {
+  for (index_t i = ctx.first(); i < g.numel; i += ctx.stride())
+    out[i] = update_element(direction[i], scale, weight_decay, param[g.param_offset(i)],
+                            momentum != nullptr ? momentum + i : nullptr, mu, dampening, nesterov);
+}
+
+// ...and every rank applies the gathered update: w <- w - lr * u, the same expression as
+// update_parameter's, so the parameters come out bit for bit the same.
+template <class Ctx, class T>
+TESSEL_HOST_DEVICE void apply_update(Ctx const& ctx, BlockGeometry const& g, T* param,
+                                     T const* update, T lr) {
+  for (index_t i = ctx.first(); i < g.numel; i += ctx.stride())
+    param[g.param_offset(i)] -= lr * update[i];
 }
 
 }  // namespace tessel::shampoo

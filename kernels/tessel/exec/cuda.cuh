@@ -83,7 +83,7 @@ auto device_temporary(ExprShape<R> const& s, cudaStream_t stream) {
   auto layout = make_layout(shape_tuple(s));
   index_t const n = to_index(cosize(layout));
   auto buffer =
-      std::make_shared<cuda::StreamBuffer>(static_cast<std::size_t>(n) * sizeof(T), stream);
+      std::make_shared<gpu::StreamBuffer>(static_cast<std::size_t>(n) * sizeof(T), stream);
   using V = ViewEngine<T, DeviceSpace>;
   T* p = static_cast<T*>(buffer->data());
   auto view = Tensor<V, decltype(layout)>(V{p, p, n}, layout);
@@ -238,7 +238,7 @@ void full_reduction(Op const& op, Nest const& nest, Ev const& ev, T* out, index_
     TESSEL_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, input, output,
                                                 static_cast<Index>(n), op, op.identity(), stream),
                       "sizing a device-wide reduction");
-    cuda::StreamBuffer temp(bytes, stream);
+    gpu::StreamBuffer temp(bytes, stream);
     TESSEL_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), bytes, input, output,
                                                 static_cast<Index>(n), op, op.identity(), stream),
                       "launching a device-wide reduction");

@@ -14,7 +14,9 @@
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <tessel/core/error.hpp>
@@ -132,18 +134,25 @@ class DeviceShampoo {
   // params[i] and grads[i] point to parameter i and its gradient in device memory (contiguous,
   // row-major, the planned shape). Same semantics and errors as Shampoo<float>::step.
   void step(std::vector<float*> const& params, std::vector<float const*> const& grads) {
-    check_arguments(params, grads);
-    ++step_;
-    Scalars const s = scalars();
-    for (auto& g : groups_) accumulate(g, params, grads, s);
-    for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
-      auto const& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
-      auto const& e = g.errors[static_cast<std::size_t>(plan_.blocks[b].slot)];
-      if (!e.empty()) tessel::detail::throw_error(e);
-    }
-    for (auto& g : groups_) update(g, params, s);
-    detail::cuda_check(cudaDeviceSynchronize(), "the Shampoo step");
+    if (auto failure = prepare_updates(params, grads, nullptr, false))
+      tessel::detail::throw_error(failure->second);
   }
+
+  // Like step(), but block b's update u (step() moves the block by -lr * u) goes to
+  // updates[update_offset(b), ...) in device memory instead of into the parameters, as
+  // Shampoo<float>::compute_updates does on the host. @pre updates holds update_numel() floats
+  void compute_updates(std::vector<float*> const& params, std::vector<float const*> const& grads,
+                       float* updates) {
+    if (auto failure = prepare_updates(params, grads, updates, false))
+      tessel::detail::throw_error(failure->second);
+  }
+
+  // Elements of all blocks, and where block b's update starts (blocks in plan order).
+  index_t update_numel() const noexcept { return update_offsets_.back(); }
+  index_t update_offset(std::size_t b) const { return update_offsets_[b]; }
+
+  Plan const& plan() const noexcept { return plan_; }
+  Options const& options() const noexcept { return options_; }
 
   // The state under the host optimizer's keys (copied to the host).
   StateDict state_dict() const {
@@ -192,6 +201,41 @@ class DeviceShampoo {
   }
 
  private:
+  friend class DeviceDistributedShampoo;
+
+  // The step up to the parameter update, as Shampoo<T>::prepare_updates on the host: the first
+  // failed block (plan order) and its error, or the updates applied (updates null) or written.
+  std::optional<std::pair<std::size_t, std::string>> prepare_updates(
+      std::vector<float*> const& params, std::vector<float const*> const& grads, float* updates,
+      bool stage_momentum) {
+    check_arguments(params, grads);
+    ++step_;
+    Scalars const s = scalars();
+    for (auto& g : groups_) accumulate(g, params, grads, s);
+    for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
+      auto const& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
+      auto const& e = g.errors[static_cast<std::size_t>(plan_.blocks[b].slot)];
+      if (!e.empty()) return std::pair{b, e};
+    }
+    for (auto& g : groups_) {
+      if (stage_momentum && g.momentum.size()) {
+        if (g.staged_momentum.size() != g.momentum.size())
+          g.staged_momentum = DeviceBuffer<float>(g.momentum.size());
+        detail::cuda_check(cudaMemcpy(g.staged_momentum.data(), g.momentum.data(),
+                                      g.momentum.size() * sizeof(float), cudaMemcpyDeviceToDevice),
+                           "staging the momentum");
+      }
+      update(g, params, s, updates, stage_momentum);
+    }
+    detail::cuda_check(cudaDeviceSynchronize(), "the Shampoo step");
+    return std::nullopt;
+  }
+
+  void commit_momentum() {
+    for (auto& g : groups_)
+      if (g.momentum.size()) std::swap(g.momentum, g.staged_momentum);
+  }
+
   struct Group {
     Extents shape;
     index_t count = 0, numel = 0;
@@ -207,6 +251,8 @@ class DeviceShampoo {
     DeviceBuffer<double> norms;
     std::vector<index_t> blocks, failures;
     std::vector<std::string> errors;
+    DeviceBuffer<index_t> update_offsets;  // per slot: where compute_updates writes the update
+    DeviceBuffer<float> staged_momentum;   // a distributed step's momentum until it commits
   };
 
   struct Scalars {
@@ -261,17 +307,25 @@ class DeviceShampoo {
       g.param_ptrs = DeviceBuffer<float*>(static_cast<std::size_t>(g.count));
     }
     std::vector<std::vector<BlockGeometry>> geometry(groups_.size());
-    for (std::size_t gi = 0; gi < groups_.size(); ++gi)
+    std::vector<std::vector<index_t>> offsets(groups_.size());
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
       geometry[gi].resize(static_cast<std::size_t>(groups_[gi].count));
+      offsets[gi].resize(static_cast<std::size_t>(groups_[gi].count));
+    }
+    update_offsets_.assign(plan_.num_blocks() + 1, 0);
     for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
       auto const gi = static_cast<std::size_t>(plan_.blocks[b].group);
       auto const s = static_cast<std::size_t>(plan_.blocks[b].slot);
       groups_[gi].blocks[s] = static_cast<index_t>(b);
       geometry[gi][s] = block_geometry(plan_, b);
+      offsets[gi][s] = update_offsets_[b];
+      update_offsets_[b + 1] = update_offsets_[b] + groups_[gi].numel;
     }
     for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
       groups_[gi].geometry = DeviceBuffer<BlockGeometry>(geometry[gi].size());
       groups_[gi].geometry.upload(geometry[gi].data(), geometry[gi].size());
+      groups_[gi].update_offsets = DeviceBuffer<index_t>(offsets[gi].size());
+      groups_[gi].update_offsets.upload(offsets[gi].data(), offsets[gi].size());
     }
   }
 
@@ -598,7 +652,8 @@ class DeviceShampoo {
     return out;
   }
 
-  void update(Group& g, std::vector<float*> const&, Scalars const& s) {
+  void update(Group& g, std::vector<float*> const&, Scalars const& s, float* updates,
+              bool stage_momentum) {
     if (g.count == 0 || g.numel == 0) return;
     index_t const n = g.count * g.numel;
     float const* x = g.filtered.size() ? g.direction.data() : g.grad.data();
@@ -661,15 +716,25 @@ class DeviceShampoo {
     }
     g.scales.upload(scales.data(), scales.size());
     dim3 const grid(kernels::grid_for(g.numel), static_cast<unsigned>(g.count));
-    kernels::update_parameter_kernel<<<grid, kernels::threads_per_block>>>(
-        g.geometry.data(), g.param_ptrs.data(), search, g.scales.data(), s.decoupled,
-        g.momentum.size() ? g.momentum.data() : nullptr, float(options_.momentum),
-        float(options_.dampening), options_.use_nesterov, float(options_.lr), g.numel);
+    float* momentum = g.momentum.size()
+                          ? (stage_momentum ? g.staged_momentum.data() : g.momentum.data())
+                          : nullptr;
+    if (updates)
+      kernels::block_update_kernel<<<grid, kernels::threads_per_block>>>(
+          g.geometry.data(), g.param_ptrs_const.data(), search, g.scales.data(), s.decoupled,
+          momentum, float(options_.momentum), float(options_.dampening), options_.use_nesterov,
+          updates, g.update_offsets.data(), g.numel);
+    else
+      kernels::update_parameter_kernel<<<grid, kernels::threads_per_block>>>(
+          g.geometry.data(), g.param_ptrs.data(), search, g.scales.data(), s.decoupled, momentum,
+          float(options_.momentum), float(options_.dampening), options_.use_nesterov,
+          float(options_.lr), g.numel);
   }
 
   Plan plan_;
   Options options_;
   std::vector<Group> groups_;
+  std::vector<index_t> update_offsets_;  // per plan block, and the total at the end
   index_t step_ = 0;
   cublasHandle_t cublas_ = nullptr;
   cusolverDnHandle_t cusolver_ = nullptr;

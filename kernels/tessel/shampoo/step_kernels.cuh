@@ -67,6 +67,46 @@ __global__ void update_parameter_kernel(BlockGeometry const* geometry, T* const*
                    dampening, nesterov, lr);
 }
 
+// update_parameter in two halves, for a distributed step: the owner writes each block's update at
+// offsets[slot] of `updates`, then every rank applies the gathered updates.
+template <class T>
+__global__ void block_update_kernel(BlockGeometry const* geometry, T const* const* params,
+                                    T const* direction, T const* scales, T weight_decay,
+                                    T* momentum, T mu, T dampening, bool nesterov, T* updates,
+                                    index_t const* offsets, index_t numel) {
+  index_t const slot = blockIdx.y;
+  block_update(GridStrideContext{}, geometry[slot], params[slot], direction + slot * numel,
+               scales[slot], weight_decay, momentum ? momentum + slot * numel : nullptr, mu,
+               dampening, nesterov, updates + offsets[slot]);
+}
+
+template <class T>
+__global__ void apply_update_kernel(BlockGeometry const* geometry, T* const* params,
+                                    T const* updates, index_t const* offsets, T lr) {
+  index_t const slot = blockIdx.y;
+  apply_update(GridStrideContext{}, geometry[slot], params[slot], updates + offsets[slot], lr);
+}
+
+// out = in rounded to C (to nearest even, through float); *first_bad = the lowest index of a
+// finite value that C cannot hold (rounds to Inf), left as it is when there is none.
+template <class T, class C>
+__global__ void pack_kernel(T const* in, index_t n, C* out, unsigned long long* first_bad) {
+  GridStrideContext ctx;
+  for (index_t i = ctx.first(); i < n; i += ctx.stride()) {
+    C const v(static_cast<float>(in[i]));
+    out[i] = v;
+    if (isfinite(static_cast<double>(in[i])) && !isfinite(static_cast<float>(v)))
+      atomicMin(first_bad, static_cast<unsigned long long>(i));
+  }
+}
+
+template <class C, class T>
+__global__ void unpack_kernel(C const* in, index_t n, T* out) {
+  GridStrideContext ctx;
+  for (index_t i = ctx.first(); i < n; i += ctx.stride())
+    out[i] = static_cast<T>(static_cast<float>(in[i]));
+}
+
 // ---- element maps the host writes as loops ----
 
 // out = F / bias_correction2 + epsilon I (in S), and flags[matrix] = 1 if F holds NaN or Inf.

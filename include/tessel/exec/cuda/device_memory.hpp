@@ -32,11 +32,11 @@ class DeviceArrayEngine {
       detail::throw_error(detail::sentence("cannot allocate a device tensor of ", n, " elements."));
     std::size_t bytes = static_cast<std::size_t>(n > 0 ? n : 1) * sizeof(T);
     void* p = nullptr;
-    cuda::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc",
+    gpu::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc",
                      detail::sentence("allocating ", bytes, " bytes of device memory"));
     if (cudaError_t status = cudaMemset(p, 0, bytes); status != cudaSuccess) {
       cudaFree(p);  // the destructor does not run when a constructor throws
-      cuda::check_cuda(status, "cudaMemset", "zero-filling new device memory");
+      gpu::check_cuda(status, "cudaMemset", "zero-filling new device memory");
     }
     buffer_ = static_cast<T*>(p);
   }
@@ -82,7 +82,7 @@ requires(!std::is_pointer_v<LayoutOrShape>) auto make_device_tensor(LayoutOrShap
   return DeviceTensor<T, decltype(layout)>(DeviceArrayEngine<T>(to_index(cosize(layout))), layout);
 }
 
-namespace cuda {
+namespace gpu {
 
 namespace detail {
 
@@ -142,6 +142,6 @@ void copy_to_host(Dst const& dst, Src const& src, cudaStream_t stream) {
              "cudaMemcpyAsync", "copying a tensor to the host");
 }
 
-}  // namespace cuda
+}  // namespace gpu
 
 }  // namespace tessel

@@ -8,7 +8,7 @@
 
 #include "../../core/error.hpp"
 
-namespace tessel::cuda {
+namespace tessel::gpu {
 
 // Throws tessel::Error("<what>: <call> failed with <name> (<description>).") unless ok.
 inline void check_cuda(cudaError_t status, std::string_view call, std::string_view what) {
@@ -28,7 +28,7 @@ inline int device_count() noexcept {
   return n;
 }
 
-}  // namespace tessel::cuda
+}  // namespace tessel::gpu
 
 // Wraps a CUDA runtime call: TESSEL_CUDA_CHECK(cudaMemsetAsync(p, 0, n, s), "zeroing the output").
-#define TESSEL_CUDA_CHECK(call, what) ::tessel::cuda::check_cuda((call), #call, (what))
+#define TESSEL_CUDA_CHECK(call, what) ::tessel::gpu::check_cuda((call), #call, (what))

@@ -9,7 +9,7 @@
 
 #include "error.hpp"
 
-namespace tessel::cuda {
+namespace tessel::gpu {
 
 class StreamBuffer {
  public:
@@ -32,4 +32,4 @@ class StreamBuffer {
   cudaStream_t stream_;
 };
 
-}  // namespace tessel::cuda
+}  // namespace tessel::gpu

@@ -8,7 +8,7 @@
 
 #include "error.hpp"
 
-namespace tessel::cuda {
+namespace tessel::gpu {
 
 class Stream {
  public:
@@ -43,4 +43,4 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
-}  // namespace tessel::cuda
+}  // namespace tessel::gpu

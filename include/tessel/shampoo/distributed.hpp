@@ -1,0 +1,396 @@
+// DistributedShampoo<T>: Shampoo's host step spread over the ranks of a Communicator. The ranks
+// form groups of num_trainers_per_group consecutive ranks; within a group, each rank keeps
+// optimizer state only for the blocks the plan gives it (BlockPlan::rank), computes their updates,
+// and one all-gather per step exchanges every block's update as a flat buffer laid out by the plan,
+// in the communication dtype; then every rank applies all updates, so all ranks end the step with
+// the same parameters. Groups repeat the work independently (no traffic between groups per step).
+//
+// What is guaranteed (docs/shampoo.md, "Distribution"): the update u of each block is rounded to
+// the communication dtype once, by its owner, and every rank applies w <- w - lr * u with the same
+// expression as Shampoo<T>::step. Hence
+//   - for any communication dtype, the parameters after any number of steps are bit for bit the
+//     same on every rank, for every number of ranks and groups, including one rank;
+//   - when the communication dtype holds every T exactly (f32 or f64 for float, f64 for double),
+//     they are bit for bit those of the single-process Shampoo<T> on the same gradients;
+//   - with bf16 or f16 they are those of Shampoo<T> whose updates are rounded to that dtype before
+//     being applied (half an ulp of that dtype per element of u); an update the dtype cannot hold
+//     (f16 beyond 65504) fails the step.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../core/dtype.hpp"
+#include "../core/error.hpp"
+#include "../core/float16.hpp"
+#include "../dist/communicator.hpp"
+#include "optimizer.hpp"
+#include "options.hpp"
+#include "plan.hpp"
+#include "state.hpp"
+#include "step_bodies.hpp"
+
+namespace tessel::shampoo {
+
+// How the step is spread over ranks.
+struct DistributedOptions {
+  // Ranks that share one copy of the work (a divisor of the number of ranks); -1: all ranks.
+  index_t num_trainers_per_group = -1;
+  // The dtype updates travel in: bf16, f16, f32 or f64 (see the header comment for what each
+  // guarantees).
+  DType communication_dtype = DType::f32;
+};
+
+// num_trainers_per_group with -1 resolved against `world_size` ranks; tessel::Error when it is not
+// a divisor of world_size.
+inline index_t resolved_group_size(DistributedOptions const& o, index_t world_size) {
+  index_t const g = o.num_trainers_per_group == -1 ? world_size : o.num_trainers_per_group;
+  if (g < 1 || g > world_size || world_size % g != 0)
+    tessel::detail::throw_error(tessel::detail::sentence(
+        "num_trainers_per_group must be -1 or a divisor of the number of ranks (", world_size,
+        "), got ", o.num_trainers_per_group, "."));
+  return g;
+}
+
+inline void validate(DistributedOptions const& o) {
+  DType const d = o.communication_dtype;
+  if (d != DType::bf16 && d != DType::f16 && d != DType::f32 && d != DType::f64)
+    tessel::detail::throw_error(tessel::detail::sentence(
+        "communication_dtype must be bf16, f16, f32 or f64, got ", dtype_name(d), "."));
+}
+
+// The same plan with its blocks distributed over `group_size` ranks (blocks, batch groups and slots
+// are unchanged; only the owner ranks differ).
+template <class P, class B, class G>
+Plan with_group_size(BasicPlan<P, B, G> const& plan, index_t group_size) {
+  std::vector<std::vector<index_t>> shapes;
+  for (auto const& p : plan.params) shapes.emplace_back(p.shape.begin(), p.shape.end());
+  return make_plan(
+      PlanOptions<index_t, index_t>{plan.max_preconditioner_dim,
+                                    plan.target_parameter_dimensionality, group_size, plan.dtype},
+      shapes);
+}
+
+// The blocks of `plan` owned by `rank`, as a plan of their own: the same parameters and block
+// indices (so state keys are unchanged), batch groups renumbered in plan order, slots in plan
+// order, every block's rank `rank`.
+template <class P, class B, class G>
+Plan owned_plan(BasicPlan<P, B, G> const& plan, index_t rank) {
+  Plan out = to_runtime(plan);
+  out.blocks.clear();
+  out.groups.clear();
+  std::vector<index_t> renumber(plan.num_groups(), -1);
+  for (std::size_t p = 0; p < plan.num_params(); ++p) {
+    ParamPlan& pp = out.params[p];
+    pp.first_block = static_cast<index_t>(out.blocks.size());
+    pp.num_blocks = 0;
+    for (BlockPlan b : plan.blocks_of(p)) {
+      if (b.rank != rank) continue;
+      auto& g = renumber[static_cast<std::size_t>(b.group)];
+      if (g < 0) {
+        g = static_cast<index_t>(out.groups.size());
+        out.groups.push_back(plan.groups[static_cast<std::size_t>(b.group)]);
+        out.groups.back().count = 0;
+      }
+      b.group = g;
+      b.slot = out.groups[static_cast<std::size_t>(g)].count++;
+      out.blocks.push_back(b);
+      ++pp.num_blocks;
+    }
+  }
+  return out;
+}
+
+namespace detail {
+
+// Runs fn on every rank of comm. When it throws tessel::Error on some ranks, every rank throws the
+// error of the lowest such rank, so no rank goes on alone into a collective the others skip and all
+// report the same sentence. Costs one all-reduce, and a broadcast when something failed.
+template <class F>
+void agree(dist::Communicator& comm, F&& fn) {
+  std::string message;
+  std::vector<double> failed(static_cast<std::size_t>(comm.size()), 0.0);
+  try {
+    fn();
+  } catch (Error const& e) {
+    message = e.what();
+    failed[static_cast<std::size_t>(comm.rank())] = 1.0;
+  }
+  comm.all_reduce_sum(std::span<double>(failed));
+  auto first = std::find(failed.begin(), failed.end(), 1.0);
+  if (first == failed.end()) return;
+  int const root = static_cast<int>(first - failed.begin());
+  std::uint64_t length = message.size();
+  comm.broadcast(std::as_writable_bytes(std::span(&length, 1)), root);
+  message.resize(static_cast<std::size_t>(length));
+  comm.broadcast(std::as_writable_bytes(std::span(message.data(), message.size())), root);
+  tessel::detail::throw_error(message);
+}
+
+// Rounds n values to dtype d into `out`; returns the index of the first finite value that does not
+// fit (rounds to Inf), or n.
+template <class T>
+std::size_t pack_values(DType d, T const* in, std::size_t n, std::byte* out) {
+  auto put = [&](auto tag) {
+    using C = decltype(tag);
+    for (std::size_t i = 0; i < n; ++i) {
+      C const v(static_cast<float>(in[i]));
+      if (!std::isfinite(static_cast<float>(v)) && std::isfinite(in[i])) return i;
+      std::memcpy(out + i * sizeof(C), &v, sizeof(C));
+    }
+    return n;
+  };
+  switch (d) {
+    case DType::bf16:
+      return put(bfloat16{});
+    case DType::f16:
+      return put(half{});
+    case DType::f32:
+      if constexpr (std::is_same_v<T, float>) {
+        if (n) std::memcpy(out, in, n * sizeof(float));
+        return n;
+      } else {
+        return put(float{});
+      }
+    default:
+      for (std::size_t i = 0; i < n; ++i) {
+        double const v = static_cast<double>(in[i]);
+        std::memcpy(out + i * sizeof(double), &v, sizeof(double));
+      }
+      return n;
+  }
+}
+
+// The n values of dtype d at `in` as T (exact: T is at least as wide, or the value came from T).
+template <class T>
+void unpack_values(DType d, std::byte const* in, std::size_t n, T* out) {
+  auto get = [&](auto tag) {
+    using C = decltype(tag);
+    for (std::size_t i = 0; i < n; ++i) {
+      C v;
+      std::memcpy(&v, in + i * sizeof(C), sizeof(C));
+      if constexpr (std::is_floating_point_v<C>)
+        out[i] = static_cast<T>(v);
+      else
+        out[i] = static_cast<T>(static_cast<float>(v));
+    }
+  };
+  switch (d) {
+    case DType::bf16:
+      return get(bfloat16{});
+    case DType::f16:
+      return get(half{});
+    case DType::f32:
+      return get(float{});
+    default:
+      return get(double{});
+  }
+}
+
+}  // namespace detail
+
+template <class T>
+class DistributedShampoo {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "tessel: DistributedShampoo<T> takes float or double parameters.");
+
+ public:
+  using value_type = T;
+
+  // Collective: every rank of `world` constructs it with the same plan and options. The plan must
+  // distribute its blocks over the group size (plan.group_size == num_trainers_per_group, or the
+  // number of ranks for -1; with_group_size gives such a plan). Every check throws the same
+  // tessel::Error on every rank. `world` must outlive the optimizer.
+  template <class P, class B, class G>
+  DistributedShampoo(dist::Communicator& world, BasicPlan<P, B, G> const& plan,
+                     Options options = {}, DistributedOptions distributed = {})
+      : world_(&world), plan_(to_runtime(plan)), distributed_(distributed) {
+    validate(options);
+    validate(distributed_);
+    index_t const group_size = resolved_group_size(distributed_, world.size());
+    if (plan_.group_size != group_size)
+      tessel::detail::throw_error(tessel::detail::sentence(
+          "the plan distributes its blocks over ", plan_.group_size,
+          " ranks but the groups here have ", group_size, " (num_trainers_per_group ",
+          distributed_.num_trainers_per_group, " of ", world.size(),
+          " ranks); make the plan with group size ", group_size, "."));
+    group_ = world.split(world.rank() / static_cast<int>(group_size));
+    detail::agree(world, [&] {
+      local_ = std::make_unique<Shampoo<T>>(owned_plan(plan_, group_->rank()), std::move(options));
+    });
+    build_layout();
+  }
+
+  DistributedShampoo(DistributedShampoo const&) = delete;
+  DistributedShampoo& operator=(DistributedShampoo const&) = delete;
+
+  // The full plan (every block, with its owner in the group).
+  Plan const& plan() const noexcept { return plan_; }
+  Options const& options() const noexcept { return local_->options(); }
+  DistributedOptions const& distributed_options() const noexcept { return distributed_; }
+  index_t step_count() const noexcept { return local_->step_count(); }
+  void set_lr(double lr) { local_->set_lr(lr); }
+
+  // Rank in the world communicator, the group it belongs to, and its rank within the group.
+  int rank() const { return world_->rank(); }
+  int num_ranks() const { return world_->size(); }
+  int group_index() const { return world_->rank() / group_->size(); }
+  int group_rank() const { return group_->rank(); }
+  int group_size() const { return group_->size(); }
+
+  // Plan indices of the blocks this rank keeps state for, in plan order.
+  std::span<index_t const> owned_blocks() const noexcept { return owned_; }
+  // The optimizer over this rank's blocks (its block b is owned_blocks()[b]).
+  Shampoo<T> const& local() const noexcept { return *local_; }
+
+  // Bytes of one step's all-gather buffer (every rank's contribution, headers included), and of
+  // this rank's contribution: a rank receives exchanged_bytes() - sent_bytes() per step.
+  std::size_t exchanged_bytes() const noexcept { return offsets_.back(); }
+  std::size_t sent_bytes() const noexcept {
+    return counts_[static_cast<std::size_t>(group_->rank())];
+  }
+
+  // One step, collective over the group: the same arguments, checks and errors as
+  // Shampoo<T>::step, with the same gradients on every rank.
+  // @pre every rank of the group passes the same params and grads (bit for bit, as after a
+  //      data-parallel all-reduce); then every rank throws the same errors at the same points and
+  //      on any error no parameter is changed.
+  void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads) {
+    auto failure = local_->prepare_updates(params, grads, local_updates_.data(), true);
+    // The header: this rank's first failure as kind * blocks + block (accumulation failures before
+    // updates that the communication dtype cannot hold, as one process meets them), or none.
+    auto const nb = static_cast<std::int64_t>(plan_.num_blocks());
+    std::int64_t code = std::numeric_limits<std::int64_t>::max();
+    std::string message;
+    if (failure) {
+      code = static_cast<std::int64_t>(owned_[failure->block]);
+      message = std::move(failure->message);
+    } else {
+      std::size_t const n = local_updates_.size();
+      std::size_t const bad = detail::pack_values(
+          distributed_.communication_dtype, local_updates_.data(), n, send_.data() + header_bytes);
+      if (bad < n) {
+        std::size_t const lb = static_cast<std::size_t>(
+            std::upper_bound(local_->update_offsets_.begin(), local_->update_offsets_.end(),
+                             static_cast<index_t>(bad)) -
+            local_->update_offsets_.begin() - 1);
+        BlockPlan const& bp = plan_.blocks[static_cast<std::size_t>(owned_[lb])];
+        code = nb + static_cast<std::int64_t>(owned_[lb]);
+        message = tessel::detail::sentence(
+            "the update of ", shampoo::detail::block_name(bp.param, bp.index), " has the value ",
+            shampoo::detail::format_number(static_cast<double>(local_updates_[bad])),
+            " at element ", bad - static_cast<std::size_t>(local_->update_offset(lb)), ", which ",
+            dtype_name(distributed_.communication_dtype),
+            " cannot hold; choose a wider communication_dtype.");
+      }
+    }
+    std::memcpy(send_.data(), &code, sizeof code);
+    group_->all_gather_v(send_, recv_, counts_);
+    std::int64_t first = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t r = 0; r < counts_.size(); ++r) {
+      std::int64_t c = 0;
+      std::memcpy(&c, recv_.data() + offsets_[r], sizeof c);
+      first = std::min(first, c);
+    }
+    if (first != std::numeric_limits<std::int64_t>::max()) {
+      int const owner = static_cast<int>(plan_.blocks[static_cast<std::size_t>(first % nb)].rank);
+      std::uint64_t length = message.size();
+      group_->broadcast(std::as_writable_bytes(std::span(&length, 1)), owner);
+      message.resize(static_cast<std::size_t>(length));
+      group_->broadcast(std::as_writable_bytes(std::span(message.data(), message.size())), owner);
+      tessel::detail::throw_error(message);
+    }
+    local_->commit_momentum();
+    for (std::size_t r = 0; r < counts_.size(); ++r)
+      detail::unpack_values(
+          distributed_.communication_dtype, recv_.data() + offsets_[r] + header_bytes,
+          (counts_[r] - header_bytes) / element_bytes(), all_updates_.data() + rank_first_[r]);
+    T const lr = T(local_->options().lr);
+    shampoo::detail::parallel_for(static_cast<index_t>(plan_.num_blocks()), [&](index_t b) {
+      auto const bu = static_cast<std::size_t>(b);
+      auto const p = static_cast<std::size_t>(plan_.blocks[bu].param);
+      apply_update(HostContext{}, geometry_[bu], params[p].data(),
+                   all_updates_.data() + update_at_[bu], lr);
+    });
+  }
+  void step(std::vector<std::span<T>> const& params, std::vector<std::span<T const>> const& grads) {
+    step(std::span<std::span<T> const>(params), std::span<std::span<T const> const>(grads));
+  }
+
+  // This rank's state: the keys Shampoo<T>::state_dict gives for its own blocks, and the steps.
+  StateDict state_dict() const { return local_->state_dict(); }
+
+ private:
+  template <class U>
+  friend void save_checkpoint(DistributedShampoo<U> const&, std::filesystem::path const&);
+  template <class U>
+  friend void load_checkpoint(DistributedShampoo<U>&, std::filesystem::path const&);
+
+  static constexpr std::size_t header_bytes = sizeof(std::int64_t);
+
+  // load_state_dict in two halves, so a checkpoint load can agree across ranks in between.
+  index_t check_local_state(StateDict const& state) const {
+    return local_->check_state_dict(state);
+  }
+  void assign_local_state(StateDict const& state, index_t step) {
+    local_->assign_state_dict(state, step);
+  }
+
+  std::size_t element_bytes() const { return dtype_size(distributed_.communication_dtype); }
+
+  // The all-gather layout: rank r's contribution is an 8-byte header and the updates of its blocks
+  // in plan order; all_updates_ holds them as T in the same order.
+  void build_layout() {
+    auto const G = static_cast<std::size_t>(group_->size());
+    counts_.assign(G, header_bytes);
+    rank_first_.assign(G + 1, 0);
+    std::vector<index_t> numel(G, 0);
+    for (auto const& b : plan_.blocks)
+      numel[static_cast<std::size_t>(b.rank)] +=
+          plan_.groups[static_cast<std::size_t>(b.group)].numel();
+    for (std::size_t r = 0; r < G; ++r) {
+      counts_[r] += static_cast<std::size_t>(numel[r]) * element_bytes();
+      rank_first_[r + 1] = rank_first_[r] + static_cast<std::size_t>(numel[r]);
+    }
+    offsets_.assign(G + 1, 0);
+    for (std::size_t r = 0; r < G; ++r) offsets_[r + 1] = offsets_[r] + counts_[r];
+    std::vector<std::size_t> next(rank_first_.begin(), rank_first_.end() - 1);
+    update_at_.resize(plan_.num_blocks());
+    geometry_.resize(plan_.num_blocks());
+    for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
+      auto const r = static_cast<std::size_t>(plan_.blocks[b].rank);
+      update_at_[b] = next[r];
+      next[r] += static_cast<std::size_t>(plan_.group_of(b).numel());
+      geometry_[b] = block_geometry(plan_, b);
+      if (plan_.blocks[b].rank == group_->rank()) owned_.push_back(static_cast<index_t>(b));
+    }
+    local_updates_.assign(static_cast<std::size_t>(local_->update_numel()), T(0));
+    all_updates_.assign(rank_first_.back(), T(0));
+    send_.assign(counts_[static_cast<std::size_t>(group_->rank())], std::byte{0});
+    recv_.assign(offsets_.back(), std::byte{0});
+  }
+
+  dist::Communicator* world_;
+  std::unique_ptr<dist::Communicator> group_;
+  Plan plan_;
+  DistributedOptions distributed_;
+  std::unique_ptr<Shampoo<T>> local_;
+  std::vector<index_t> owned_;
+  std::vector<std::size_t> counts_, offsets_, rank_first_, update_at_;
+  std::vector<BlockGeometry> geometry_;
+  std::vector<T> local_updates_, all_updates_;
+  std::vector<std::byte> send_, recv_;
+};
+
+}  // namespace tessel::shampoo
