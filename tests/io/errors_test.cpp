@@ -45,7 +45,7 @@ TEST(IoErrors, WritingToADirectoryNameIsRejectedBeforeAnyFileIsCreated) {
   std::vector<float> v{1, 2};
   std::string const name = (dir.path() / "").string();
   EXPECT_EQ(error_of([&] { write_npy(dir.path() / "", {2}, v); }),
-            "cannot write " + name + ": it names a directory.");
+            detail::sentence("cannot write ", name, ": it names a directory."));
   EXPECT_TRUE(dir.entries().empty());
 }
 
@@ -54,8 +54,9 @@ TEST(IoErrors, AMissingParentDirectoryNamesTheTemporaryFile) {
   std::vector<float> v{1, 2};
   auto const target = dir / "no" / "x.npy";
   std::string const e = error_of([&] { write_npy(target, {2}, v); });
-  std::string const prefix = "cannot write " + target.string() +
-                             ": cannot create the temporary file " + target.string() + ".tmp-";
+  std::string const prefix =
+      detail::sentence("cannot write ", target.string(), ": cannot create the temporary file ",
+                       target.string(), ".tmp-");
   EXPECT_EQ(e.substr(0, prefix.size()), prefix) << e;
   EXPECT_EQ(e.substr(e.size() - 28), ": No such file or directory.") << e;
   EXPECT_TRUE(dir.entries().empty());
@@ -68,8 +69,8 @@ TEST(IoErrors, AFailedRenameLeavesTheDestinationAndNoTemporaryFile) {
   std::filesystem::create_directories(dir / "x.npy" / "inside");
   std::vector<float> v{1, 2};
   std::string const e = error_of([&] { write_npy(dir / "x.npy", {2}, v); });
-  std::string const prefix = "cannot write " + (dir / "x.npy").string() + ": renaming " +
-                             (dir / "x.npy").string() + ".tmp-";
+  std::string const prefix = detail::sentence("cannot write ", (dir / "x.npy").string(),
+                                              ": renaming ", (dir / "x.npy").string(), ".tmp-");
   EXPECT_EQ(e.substr(0, prefix.size()), prefix) << e;
   EXPECT_NE(e.find(" over it failed: "), std::string::npos) << e;
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"x.npy"});
