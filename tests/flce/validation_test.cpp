@@ -159,6 +159,8 @@ TEST(FlceValidation, RejectsBadOptions) {
                   "grad_output must be finite, got -inf.");
   expect_rejected([](Call&, auto& o, auto&) { o.chunk_size = -1; },
                   "chunk_size must be >= 0 (0 takes the plan's heuristic), got -1.");
+  expect_rejected([](Call&, auto& o, auto&) { o.reduction = static_cast<Reduction>(7); },
+                  "reduction has the invalid value 7.");
   expect_rejected([](Call& c, auto& o,
                      auto&) { o.grad_output_rows = make_tensor(c.loss.data(), make_shape(8)); },
                   "grad_output_rows needs reduction none, got mean.");

@@ -241,6 +241,16 @@ TEST_F(FlceCliErrors, BadFilesAndShapesAreOneSentenceAndWriteNothing) {
                  read_npy_error(path("missing.npy")));
 }
 
+TEST_F(FlceCliErrors, TargetsOfTheWrongTypeOrShapeAreOneSentenceAndWriteNothing) {
+  std::string const common = "--input " + x_ + " --weight " + w_ + " --target ";
+  std::string const float_y = write<double>("float_y.npy", {8}, std::vector<double>(8, 1.0));
+  expect_failure(common + float_y,
+                 "--target " + float_y + " holds f64; FLCE reads int64 (or int32) class indices.");
+  write_npy(path("y2.npy"), std::vector<std::int64_t>{2, 4}, std::vector<std::int64_t>(8, 1));
+  expect_failure(common + path("y2.npy"),
+                 "--target " + path("y2.npy") + " has shape (2, 4); FLCE needs a 1-D (BT,) array.");
+}
+
 TEST_F(FlceCliErrors, BadValuesAndOptionsAreOneSentenceAndWriteNothing) {
   std::string const common = "--input " + x_ + " --weight " + w_ + " --target ";
   std::vector<std::int64_t> bad = {0, 1, 6, 2, 3, 4, 5, 0};

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -50,7 +52,10 @@ class HostArrayEngine {
 
   HostArrayEngine() = default;
   explicit HostArrayEngine(index_t n) : size_(n) {
-    if (n < 0)
+    // A byte count that wraps around size_t would allocate a small buffer for a huge tensor.
+    constexpr auto max_elements =
+        (std::numeric_limits<std::size_t>::max() - host_alignment) / sizeof(T);
+    if (n < 0 || static_cast<std::uint64_t>(n) > max_elements)
       detail::throw_error(detail::sentence("cannot allocate a tensor of ", n, " elements."));
     std::size_t bytes = static_cast<std::size_t>(n) * sizeof(T);
     std::size_t rounded = (bytes + host_alignment - 1) / host_alignment * host_alignment;
