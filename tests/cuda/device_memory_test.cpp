@@ -32,6 +32,18 @@ TEST(DeviceMemory, WithoutADeviceAllocationIsAClearError) {
   }
 }
 
+TEST(DeviceMemory, ElementCountsWhoseByteSizeWrapsAreRefusedBeforeAnyCudaCall) {
+  // 2^61 doubles are 2^64 bytes: the byte count would wrap to 0 and allocate almost nothing.
+  index_t const huge = index_t{1} << 61;
+  try {
+    auto t = make_device_tensor<double>(make_shape(huge));
+    FAIL() << "a wrapping byte count must be refused";
+  } catch (Error const& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cannot allocate a device tensor of " + std::to_string(huge) + " elements.");
+  }
+}
+
 TEST(DeviceMemory, CopiesCheckShapesBeforeTouchingMemory) {
   // Fake device pointers are fine: validation fails before any CUDA call.
   float* fake = reinterpret_cast<float*>(std::uintptr_t{256});

@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -28,12 +30,14 @@ class DeviceArrayEngine {
 
   DeviceArrayEngine() = default;
   explicit DeviceArrayEngine(index_t n) : size_(n) {
-    if (n < 0)
+    // A byte count that wraps around size_t would allocate a small buffer for a huge tensor.
+    constexpr auto max_elements = std::numeric_limits<std::size_t>::max() / sizeof(T);
+    if (n < 0 || static_cast<std::uint64_t>(n) > max_elements)
       detail::throw_error(detail::sentence("cannot allocate a device tensor of ", n, " elements."));
     std::size_t bytes = static_cast<std::size_t>(n > 0 ? n : 1) * sizeof(T);
     void* p = nullptr;
     gpu::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc",
-                     detail::sentence("allocating ", bytes, " bytes of device memory"));
+                    detail::sentence("allocating ", bytes, " bytes of device memory"));
     if (cudaError_t status = cudaMemset(p, 0, bytes); status != cudaSuccess) {
       cudaFree(p);  // the destructor does not run when a constructor throws
       gpu::check_cuda(status, "cudaMemset", "zero-filling new device memory");
