@@ -240,6 +240,55 @@ constexpr char const* reduction_name() {
   return "reduction";
 }
 
+// What both executors do before lowering a reduction. Returns false when nothing is left to
+// launch: an empty output, or reduced modes that are all empty, whose value (sum 0, mean NaN,
+// logsumexp -inf) `fill(value_leaf)` assigns. max, min and argmax of nothing have no value: they
+// throw before anything is written.
+template <class Node, class Fill>
+bool prepare_reduction(Node const& node, Fill&& fill) {
+  using Kind = typename Node::kind;
+  using In = typename Node::input_type;
+  using Op = reduce_op_t<Kind, typename In::value_type>;
+  auto const shape = node.input.shape();
+  if (tessel::detail::shape_size(node.shape()) == 0) return false;
+  if (tessel::detail::shape_size(shape) != 0) return true;
+  if constexpr (std::is_same_v<Kind, reduction::Max> || std::is_same_v<Kind, reduction::Min> ||
+                std::is_same_v<Kind, reduction::Argmax>) {
+    if constexpr (Node::over_all) {
+      throw_error(sentence("cannot take the ", reduction_name<Kind>(),
+                           " of an empty expression of shape ", tessel::detail::shape_string(shape),
+                           "."));
+    } else {
+      throw_error(sentence("cannot take the ", reduction_name<Kind>(), " over mode ", Node::axis,
+                           " of an expression of shape ", tessel::detail::shape_string(shape),
+                           ", which has extent 0."));
+    }
+  } else {
+    Op const op{};
+    fill(tessel::detail::ScalarLeaf<typename Node::value_type>(op.finalize(op.identity(), 0)));
+  }
+  return false;
+}
+
+// The input modes a reduction node reduces, and the input mode behind each output mode.
+template <class Node>
+struct ReductionModes {
+  static constexpr std::size_t input_rank = Node::input_type::rank;
+  std::array<bool, at_least_one<input_rank>> reduced{};
+  std::array<std::size_t, Node::rank> output_to_input{};
+};
+
+template <class Node>
+constexpr ReductionModes<Node> reduction_modes() {
+  ReductionModes<Node> m;
+  for (std::size_t k = 0, t = 0; k != m.input_rank; ++k) {
+    bool const r = Node::over_all || k == Node::axis;
+    m.reduced[k] = r;
+    if (!r || Node::keeps_mode) m.output_to_input[t++] = k;
+  }
+  return m;
+}
+
 // dst = Kind over node.input, dst's shape equal to node's.
 template <class DV, class Node, class X>
 void run_reduction(DV const& dst, Node const& node, X const& executor) {
@@ -248,42 +297,16 @@ void run_reduction(DV const& dst, Node const& node, X const& executor) {
   using Op = reduce_op_t<Kind, typename In::value_type>;
   using T = std::remove_cv_t<typename DV::element_type>;
   constexpr std::size_t R = In::rank;
-  constexpr std::size_t RD = Node::rank;
+  if (!prepare_reduction(node, [&](auto const& value) { run_assignment(dst, value, executor); }))
+    return;
   auto const shape = node.input.shape();
-  index_t const out_size = tessel::detail::shape_size(node.shape());
   index_t const in_size = tessel::detail::shape_size(shape);
-  if (out_size == 0) return;
   Op const op{};
-  if (in_size == 0) {
-    // Every reduced mode is empty: sum 0, mean NaN, logsumexp -inf; max, min, argmax undefined.
-    if constexpr (std::is_same_v<Kind, reduction::Max> || std::is_same_v<Kind, reduction::Min> ||
-                  std::is_same_v<Kind, reduction::Argmax>) {
-      if constexpr (Node::over_all) {
-        throw_error(sentence("cannot take the ", reduction_name<Kind>(),
-                             " of an empty expression of shape ",
-                             tessel::detail::shape_string(shape), "."));
-      } else {
-        throw_error(sentence("cannot take the ", reduction_name<Kind>(), " over mode ", Node::axis,
-                             " of an expression of shape ", tessel::detail::shape_string(shape),
-                             ", which has extent 0."));
-      }
-    } else {
-      using V = typename Node::value_type;
-      run_assignment(dst, tessel::detail::ScalarLeaf<V>(op.finalize(op.identity(), 0)), executor);
-      return;
-    }
-  }
-  std::array<bool, at_least_one<R>> reduced{};
-  std::array<std::size_t, RD> map{};
-  for (std::size_t k = 0, t = 0; k != R; ++k) {
-    bool const r = Node::over_all || k == Node::axis;
-    reduced[k] = r;
-    if (!r || Node::keeps_mode) map[t++] = k;
-  }
+  constexpr auto modes = reduction_modes<Node>();
   constexpr std::size_t K = R + max_leaves_v<decltype(dst.shape())> + mode_capacity_v<In> + 2;
   constexpr std::size_t N = 1 + leaf_count_v<In>;
-  Binder<R, K, N> b(shape, reduced);
-  b.set_destination(dst, map);
+  Binder<R, K, N> b(shape, modes.reduced);
+  b.set_destination(dst, modes.output_to_input);
   auto ev = bind<K>(node.input, b, [&](auto const& n) { return materialize(n, executor); });
   auto nest = b.lower();
   if (nest.destination_repeats) throw_destination_repeats(dst);
@@ -320,7 +343,7 @@ void run_reduction(DV const& dst, Node const& node, X const& executor) {
   };
   if (b.needs_temporary(nest, false)) {
     auto tmp = make_compact<T>(node.shape());
-    b.set_destination(view_of(tmp), map);
+    b.set_destination(view_of(tmp), modes.output_to_input);
     nest = b.lower();
     pass(view_of(tmp).data());
     run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)), executor);

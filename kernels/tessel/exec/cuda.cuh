@@ -256,41 +256,14 @@ void run_reduction(DV const& dst, Node const& node, Cuda const& x) {
   using Op = reduce_op_t<Kind, typename In::value_type>;
   using T = std::remove_cv_t<typename DV::element_type>;
   constexpr std::size_t R = In::rank;
-  constexpr std::size_t RD = Node::rank;
+  if (!prepare_reduction(node, [&](auto const& value) { run_assignment(dst, value, x); })) return;
   auto const shape = node.input.shape();
-  index_t const out_size = tessel::detail::shape_size(node.shape());
-  index_t const in_size = tessel::detail::shape_size(shape);
-  if (out_size == 0) return;
   Op const op{};
-  if (in_size == 0) {
-    if constexpr (std::is_same_v<Kind, reduction::Max> || std::is_same_v<Kind, reduction::Min> ||
-                  std::is_same_v<Kind, reduction::Argmax>) {
-      if constexpr (Node::over_all) {
-        throw_error(sentence("cannot take the ", reduction_name<Kind>(),
-                             " of an empty expression of shape ",
-                             tessel::detail::shape_string(shape), "."));
-      } else {
-        throw_error(sentence("cannot take the ", reduction_name<Kind>(), " over mode ", Node::axis,
-                             " of an expression of shape ", tessel::detail::shape_string(shape),
-                             ", which has extent 0."));
-      }
-    } else {
-      using V = typename Node::value_type;
-      run_assignment(dst, tessel::detail::ScalarLeaf<V>(op.finalize(op.identity(), 0)), x);
-      return;
-    }
-  }
-  std::array<bool, at_least_one<R>> reduced{};
-  std::array<std::size_t, RD> map{};
-  for (std::size_t k = 0, t = 0; k != R; ++k) {
-    bool const r = Node::over_all || k == Node::axis;
-    reduced[k] = r;
-    if (!r || Node::keeps_mode) map[t++] = k;
-  }
+  constexpr auto modes = reduction_modes<Node>();
   constexpr std::size_t K = R + max_leaves_v<decltype(dst.shape())> + mode_capacity_v<In> + 2;
   constexpr std::size_t N = 1 + leaf_count_v<In>;
-  Binder<R, K, N, DeviceSpace> b(shape, reduced);
-  b.set_destination(dst, map);
+  Binder<R, K, N, DeviceSpace> b(shape, modes.reduced);
+  b.set_destination(dst, modes.output_to_input);
   auto ev = bind<K>(node.input, b, [&](auto const& n) { return materialize(n, x); });
   auto nest = b.lower();
   if (nest.destination_repeats) throw_destination_repeats(dst);
@@ -314,7 +287,7 @@ void run_reduction(DV const& dst, Node const& node, Cuda const& x) {
   };
   if (b.needs_temporary(nest, false)) {
     auto tmp = device_temporary<T>(node.shape(), stream);
-    b.set_destination(tmp.view, map);
+    b.set_destination(tmp.view, modes.output_to_input);
     nest = b.lower();
     pass(tmp.view.data());
     run_assignment(dst, tessel::detail::TensorLeaf<decltype(tmp.view)>(tmp.view), x);
