@@ -5,6 +5,7 @@
 // assignments below are instantiated in a function nobody calls.
 #include <tessel/exec/cuda.cuh>
 #include <tessel/tensor/tensor.hpp>
+#include <tessel/tensor/views.hpp>
 
 namespace tessel {
 
@@ -21,6 +22,17 @@ void instantiate_default_kernels(float* p, index_t* q) {
   assign(out, softmax(x), gpu);              // row kernel with the softmax epilogue
   assign(scalar, sum(x), gpu);               // full reduction through cub::DeviceReduce
   assign(index, argmax(x), gpu);             // full argmax: (value, index) pairs
+
+  // Static layouts: the same families with the nest lowered at compile time.
+  auto sx = make_device_tensor(p, make_shape(Int<256>{}, Int<512>{}));
+  auto st = make_device_tensor(p, make_shape(Int<512>{}, Int<256>{}));
+  auto sb = make_device_tensor(p, make_shape(Int<256>{}));
+  auto sy = make_device_tensor(p, make_shape(Int<256>{}, Int<512>{}));
+  auto srows = make_device_tensor(p, make_shape(Int<256>{}));
+  assign(st, transpose(sx) * 2.0f + sb, gpu);  // elementwise: two constant modes
+  assign(srows, logsumexp(sx, mode<1>), gpu);  // row reduction over a constant nest
+  assign(sy, softmax(sx), gpu);                // softmax epilogue over a constant nest
+  assign(scalar, sum(sx), gpu);                // full reduction's constant input iterator
 }
 
 }  // namespace tessel

@@ -219,7 +219,7 @@ auto full_reduce(In const& input) {
   auto nest = b.lower();
   b.apply(nest, ev);
   Op const op{};
-  exec::NestReduceInput<Op, decltype(ev), std::uint64_t, K> const in{
+  exec::NestReduceInput<Op, decltype(ev), exec::NestIndexer<std::uint64_t, K>> const in{
       op, ev, exec::make_indexer<std::uint64_t, K>(nest)};
   index_t const n = nest.size(nest.outer, nest.rank);
   auto s = op.identity();
@@ -234,6 +234,181 @@ TEST(NestReduceInput, FullReductionsMatchTheHostExecutor) {
               1e-5);
   EXPECT_EQ(full_reduce<exec::ArgmaxOp<float>>(as_expr(x)), item(argmax(x)));
   EXPECT_NEAR(full_reduce<exec::SumOp<float>>(as_expr(x) * 2.0f), item(sum(x * 2.0f)), 1e-4);
+}
+
+// ---- compile-time nests: static layouts lowered by the compiler ----
+
+namespace lowering = exec::detail;
+
+// x: [8, 4] row-major; its transpose is [4, 8] with strides (1, 4).
+using RowMajor4x8 = decltype(make_layout(make_shape(Int<4>{}, Int<8>{})));
+using Transposed4x8 =
+    decltype(make_layout(make_shape(Int<4>{}, Int<8>{}), make_stride(Int<1>{}, Int<4>{})));
+using View4x8 = decltype(make_tensor(static_cast<float*>(nullptr), RowMajor4x8{}));
+using TView4x8 = decltype(make_tensor(static_cast<float*>(nullptr), Transposed4x8{}));
+using Bias8 = decltype(make_tensor(static_cast<float*>(nullptr), make_shape(Int<8>{})));
+using tessel::detail::Map;
+using tessel::detail::ScalarLeaf;
+using tessel::detail::TensorLeaf;
+
+// dst[4, 8] = x + y over contiguous operands: one loop mode of 32 elements, unit strides.
+constexpr auto contiguous =
+    lowering::lower_static_elementwise<2, 8, 3, RowMajor4x8,
+                                       Map<ops::Add, TensorLeaf<View4x8>, TensorLeaf<View4x8>>>();
+static_assert(contiguous.ok && contiguous.nest.rank == 1 && contiguous.nest.extent[0] == 32);
+static_assert(contiguous.nest.stride[0][0] == 1 && contiguous.nest.stride[2][0] == 1);
+
+// dst[4, 8] = transpose(x) * 2 + bias[8]: two modes (no common coalescing), the bias broadcast
+// along the outer one and the transposed operand striding 4 along the inner one.
+constexpr auto transposed = lowering::lower_static_elementwise<
+    2, 8, 3, RowMajor4x8,
+    Map<ops::Add, Map<ops::Mul, TensorLeaf<TView4x8>, ScalarLeaf<float>>, TensorLeaf<Bias8>>>();
+static_assert(transposed.ok && transposed.nest.rank == 2);
+static_assert(transposed.nest.extent[0] == 4 && transposed.nest.extent[1] == 8);
+static_assert(transposed.nest.stride[0][0] == 8 && transposed.nest.stride[0][1] == 1);  // dst
+static_assert(transposed.nest.stride[1][0] == 1 && transposed.nest.stride[1][1] == 4);  // x^T
+static_assert(transposed.nest.stride[2][0] == 0 && transposed.nest.stride[2][1] == 1);  // bias
+
+// A dynamic extent anywhere: no compile-time nest (the executor lowers at run time).
+using Dynamic = decltype(make_layout(make_shape(index_t{4}, Int<8>{})));
+static_assert(!lowering::lower_static_elementwise<2, 8, 2, Dynamic, TensorLeaf<View4x8>>().ok);
+static_assert(!lowering::lower_static_elementwise<
+                   2, 8, 2, RowMajor4x8,
+                   TensorLeaf<decltype(make_tensor(static_cast<float*>(nullptr), Dynamic{}))>>()
+                   .ok);
+
+// The nest the Binder lowers at run time for view dst = node; ev comes back unpositioned when
+// `position` is false (its strides zero), so a body that reads correct values took its strides
+// from somewhere else: the compile-time nest.
+template <class DV, class Node>
+auto runtime_lowering(DV const& dv, Node const& node, bool position) {
+  using namespace exec::detail;
+  constexpr std::size_t R = tessel::detail::tensor_rank<DV>();
+  constexpr std::size_t K = R + max_leaves_v<decltype(dv.shape())> + mode_capacity_v<Node> + 2;
+  Binder<R, K, 1 + leaf_count_v<Node>> b(tessel::detail::logical_shape(dv), {});
+  b.set_destination(dv, identity_map<R>());
+  auto ev = bind<K>(node, b, [](auto const&) { return 0; });
+  auto nest = b.lower();
+  if (position) b.apply(nest, ev);
+  auto d = b.destination(dv.data(), nest);
+  if (!position) {
+    for (auto& s : d.stride) s = 0;
+    d.inner = 0;
+  }
+  struct Lowered {
+    decltype(nest) loops;
+    decltype(d) dst;
+    decltype(ev) expr;
+  };
+  return Lowered{nest, d, ev};
+}
+
+TEST(StaticNest, IsTheNestTheRunTimeLoweringProduces) {
+  std::vector<float> xs(32), bias(8), out(32);
+  auto x = make_tensor(xs.data(), Transposed4x8{});
+  auto b = make_tensor(bias.data(), make_shape(Int<8>{}));
+  auto dst = make_tensor(out.data(), RowMajor4x8{});
+  auto const node = as_expr(x) * 2.0f + b;
+  auto const run = runtime_lowering(dst, node, true);
+  using Node = std::remove_cvref_t<decltype(node)>;
+  constexpr auto S = lowering::lower_static_elementwise<2, 8, 3, RowMajor4x8, Node>();
+  static_assert(S.ok);
+  EXPECT_TRUE(lowering::same_nest(run.loops, S.nest));
+  EXPECT_TRUE(lowering::same_nest(run.loops, transposed.nest));
+  // A different destination layout lowers differently, and the comparison notices.
+  EXPECT_FALSE(lowering::same_nest(run.loops, contiguous.nest));
+}
+
+TEST(StaticNest, TheElementwiseBodyFoldsItsConstantsIntoUnpositionedEvaluators) {
+  std::vector<float> xs(32), bias(8), got(32, -1.0f);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = 0.5f * static_cast<float>(i) - 3.0f;
+  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(i * i);
+  auto x = make_tensor(xs.data(), Transposed4x8{});
+  auto b = make_tensor(bias.data(), make_shape(Int<8>{}));
+  auto dst = make_tensor(got.data(), RowMajor4x8{});
+  auto const node = as_expr(x) * 2.0f + b;
+  auto const run = runtime_lowering(dst, node, false);
+  using Node = std::remove_cvref_t<decltype(node)>;
+  using S = lowering::StaticElementwiseNest<2, 8, 3, RowMajor4x8, Node>;
+  static_assert(S::value.ok);
+  exec::nest_elementwise_body(SequentialContext{}, exec::StaticNestIndexer<S, std::uint32_t>{},
+                              run.dst, run.expr, std::uint32_t{32});
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 8; ++j)
+      ASSERT_EQ(got[static_cast<std::size_t>(i * 8 + j)],
+                xs[static_cast<std::size_t>(j * 4 + i)] * 2.0f + bias[static_cast<std::size_t>(j)])
+          << "at (" << i << ", " << j << ")";
+}
+
+// Destination modes and reduced modes of the reductions below, as StaticNestOver takes them.
+struct AlongMode1 {
+  static constexpr std::array<std::size_t, 1> dst_map{0};
+  static constexpr std::array<bool, 2> reduced{false, true};
+};
+struct AlongMode0 {
+  static constexpr std::array<std::size_t, 1> dst_map{1};
+  static constexpr std::array<bool, 2> reduced{true, false};
+};
+struct AlongBoth {
+  static constexpr std::array<std::size_t, 0> dst_map{};
+  static constexpr std::array<bool, 2> reduced{true, true};
+};
+
+TEST(StaticNest, RowAndFullReductionBodiesMatchTheHostExecutor) {
+  // x: [6, 20] static, row-major; rows reduced along mode 1 and along mode 0 (strided rows).
+  using X = decltype(make_layout(make_shape(Int<6>{}, Int<20>{})));
+  auto xh = make_host_tensor<float>(make_shape(Int<6>{}, Int<20>{}));
+  fill(xh, 7);
+  auto x = make_tensor(xh.data(), X{});
+  auto want = make_host_tensor<float>(make_shape(Int<6>{}));
+  assign(want, logsumexp(x * 0.5f, mode<1>), exec::Serial{});
+  auto wcol = make_host_tensor<float>(make_shape(Int<20>{}));
+  assign(wcol, max(x, mode<0>), exec::Serial{});
+
+  using In = std::remove_cvref_t<decltype(as_expr(x) * 0.5f)>;
+  using Rows6 = decltype(make_layout(make_shape(Int<6>{})));
+  using Cols20 = decltype(make_layout(make_shape(Int<20>{})));
+  constexpr std::size_t K = 2 + 1 + 2 + 2;
+  using Over1 = lowering::StaticNestOver<2, K, 2, Rows6, In, AlongMode1>;
+  using Over0 = lowering::StaticNestOver<2, K, 2, Cols20, TensorLeaf<decltype(x)>, AlongMode0>;
+  constexpr auto over1 = Over1::value;
+  constexpr auto over0 = Over0::value;
+  static_assert(over1.ok && over1.nest.outer == 1 && over1.nest.rank == 2);
+  static_assert(over1.nest.extent[0] == 6 && over1.nest.extent[1] == 20);
+  static_assert(over0.ok && over0.nest.stride[1][1] == 20);  // a row strides down a column
+
+  // Evaluators with every stride zero: the constants must come from the static nest.
+  exec::LeafEval<float, K> leaf{};
+  leaf.ptr = xh.data();
+  exec::MapEval<ops::Mul, exec::LeafEval<float, K>, exec::ScalarEval<float>> const scaled{
+      {}, {leaf, exec::ScalarEval<float>{0.5f}}};
+  auto got = make_host_tensor<float>(make_shape(Int<6>{}));
+  exec::DstEval<float, K> d{};
+  d.ptr = got.data();
+  exec::StaticNestIndexer<Over1, std::uint32_t> const rows{};
+  for (std::uint32_t r = 0; r < 6; ++r)
+    exec::nest_reduce_row_body<true>(SequentialContext{}, exec::LogSumExpOp<float>{}, rows, d,
+                                     scaled, r, 20);
+  expect_close(got, want, 1e-6);
+
+  auto gcol = make_host_tensor<float>(make_shape(Int<20>{}));
+  d.ptr = gcol.data();
+  exec::StaticNestIndexer<Over0, std::uint32_t> const cols{};
+  for (std::uint32_t r = 0; r < 20; ++r)
+    exec::nest_reduce_row_body<true>(SequentialContext{}, exec::MaxOp<float>{}, cols, d, leaf, r,
+                                     6);
+  expect_close(gcol, wcol, 0.0);
+
+  // Every mode reduced: the full reduction's input iterator.
+  using All = lowering::StaticNestOver<2, K, 2, decltype(make_layout(make_shape())), In, AlongBoth>;
+  constexpr auto all = All::value;
+  static_assert(all.ok && all.nest.rank - all.nest.outer == 1);  // contiguous: one reduced mode
+  exec::NestReduceInput<exec::SumOp<float>, std::remove_cvref_t<decltype(scaled)>,
+                        exec::StaticNestIndexer<All, std::uint32_t>> const in{{}, scaled, {}};
+  exec::SumOp<float> const op{};
+  auto s = op.identity();
+  for (std::uint32_t f = 0; f < 120; ++f) s = op(s, in(f));
+  EXPECT_NEAR(op.finalize(s, 120), item(sum(x * 0.5f)), 1e-4);
 }
 
 }  // namespace

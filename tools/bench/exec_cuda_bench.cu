@@ -6,6 +6,9 @@
 //                 same online max-and-sum operator (target within 10%)
 //   FullSum/*     sum(x)                                    vs  cub::DeviceReduce::Sum on the
 //                 plain array (target within 10%)
+//   BroadcastNest out[512, 24, 1024] = x + y[24, 1], a three-mode nest that cannot coalesce:
+//                 /static (Int<> layouts: the compile-time nest, constant divisors and strides)
+//                 vs /dynamic (index_t layouts: FastDivmod and strides read from the parameters)
 // Every benchmark reports bytes_per_second for the bytes it must move. Without a GPU each one
 // skips with a message. Run: build-cuda/bin/bench_exec_cuda (tools/gpu-check runs it).
 #include <benchmark/benchmark.h>
@@ -149,6 +152,27 @@ void BM_CubDeviceReduceSum(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * n * static_cast<index_t>(sizeof(float)));
 }
 
+// out = x + y with y broadcast along modes 0 and 2: both divisions per element stay.
+template <class Shape3, class ShapeY>
+void broadcast_nest(benchmark::State& state, Shape3 const& shape, ShapeY const& yshape) {
+  if (skip_without_gpu(state)) return;
+  gpu::Stream s;
+  auto x = make_device_tensor<float>(shape);
+  auto y = make_device_tensor<float>(yshape);
+  auto out = make_device_tensor<float>(shape);
+  time_on_stream(state, s, [&] { assign(out, x + y, exec::Cuda{s.get()}); });
+  index_t const n = to_index(size(out.layout()));
+  state.SetBytesProcessed(state.iterations() * n * 2 * static_cast<index_t>(sizeof(float)));
+}
+void BM_BroadcastNestStatic(benchmark::State& state) {
+  broadcast_nest(state, make_shape(Int<512>{}, Int<24>{}, Int<1024>{}),
+                 make_shape(Int<24>{}, Int<1>{}));
+}
+void BM_BroadcastNestDynamic(benchmark::State& state) {
+  broadcast_nest(state, make_shape(index_t{512}, index_t{24}, index_t{1024}),
+                 make_shape(index_t{24}, index_t{1}));
+}
+
 BENCHMARK(BM_FusedExpression)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MemcpyDeviceToDevice)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RowLogsumexp)
@@ -163,6 +187,8 @@ BENCHMARK(BM_CubSegmentedLogsumexp)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FullSum)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CubDeviceReduceSum)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BroadcastNestStatic)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BroadcastNestDynamic)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace tessel::bench

@@ -50,6 +50,7 @@ struct MapEval {
   using value_type =
       std::remove_cvref_t<std::invoke_result_t<Op const&, typename Cs::value_type...>>;
   using indices = std::index_sequence_for<Cs...>;
+  static constexpr std::size_t arity = sizeof...(Cs);
 
   Op op;
   tuple<Cs...> children;
@@ -92,5 +93,27 @@ struct DstEval {
   }
   TESSEL_HOST_DEVICE void advance(index_t m, index_t n) { ptr += n * stride[m]; }
 };
+
+// ---- evaluator kinds (what a compile-time nest folds its strides into) ----
+
+// An evaluator that holds strides: a tensor leaf or a destination.
+template <class E>
+inline constexpr bool is_leaf_eval_v = false;
+template <class T, std::size_t K>
+inline constexpr bool is_leaf_eval_v<LeafEval<T, K>> = true;
+template <class T, std::size_t K>
+inline constexpr bool is_leaf_eval_v<DstEval<T, K>> = true;
+
+template <class E>
+inline constexpr bool is_map_eval_v = false;
+template <class Op, class... Cs>
+inline constexpr bool is_map_eval_v<MapEval<Op, Cs...>> = true;
+
+// Tensor leaves under E: the operands it reads (1, 2, ... of the nest, in binding order).
+template <class E>
+inline constexpr std::size_t eval_leaves_v = is_leaf_eval_v<E> ? 1 : 0;
+template <class Op, class... Cs>
+inline constexpr std::size_t eval_leaves_v<MapEval<Op, Cs...>> = (std::size_t{0} + ... +
+                                                                  eval_leaves_v<Cs>);
 
 }  // namespace tessel::exec

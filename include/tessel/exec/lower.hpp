@@ -143,20 +143,16 @@ constexpr auto as_mode_tuple(S const& s) {
   }
 }
 
-// Describes tensor v whose mode t lies along iteration mode map[t]; a mode of extent 1 where the
-// iteration extent is not 1 is broadcast.
+// Fills d's modes from layout l, whose mode t lies along iteration mode map[t]; a mode of extent 1
+// where the iteration extent is not 1 is broadcast. Constant-evaluable: lower_static runs it on
+// the value-initialized layout of a static layout type.
 // @pre every mode's size is 1 or the iteration extent of the mode it maps to
-template <std::size_t R, std::size_t K, TensorType V, std::size_t RV>
-OperandDesc<R, K> describe(V const& v, std::array<std::size_t, RV> const& map,
-                           ExprShape<R> const& shape, bool user_memory) {
-  OperandDesc<R, K> d{};
-  d.data = reinterpret_cast<std::byte const*>(v.data());
-  d.element_size = sizeof(typename V::element_type);
-  d.span = to_index(cosize(v.layout()));
-  d.user_memory = user_memory;
+template <std::size_t R, std::size_t K, LayoutType L, std::size_t RV>
+constexpr void describe_layout(OperandDesc<R, K>& d, L const& l,
+                               std::array<std::size_t, RV> const& map, ExprShape<R> const& shape) {
   if constexpr (RV > 0) {
-    auto const s = as_mode_tuple(v.shape());
-    auto const st = as_mode_tuple(v.stride());
+    auto const s = as_mode_tuple(l.shape());
+    auto const st = as_mode_tuple(l.stride());
     for_each_indexed(s, [&](auto t, auto const& mode_shape) {
       std::size_t const k = map[decltype(t)::value];
       auto const& mode_stride = get<decltype(t)::value>(st);
@@ -173,6 +169,18 @@ OperandDesc<R, K> describe(V const& v, std::array<std::size_t, RV> const& map,
       d.count[k] = d.leaves - d.first[k];
     });
   }
+}
+
+// Describes tensor v whose mode t lies along iteration mode map[t] (see describe_layout).
+template <std::size_t R, std::size_t K, TensorType V, std::size_t RV>
+OperandDesc<R, K> describe(V const& v, std::array<std::size_t, RV> const& map,
+                           ExprShape<R> const& shape, bool user_memory) {
+  OperandDesc<R, K> d{};
+  d.data = reinterpret_cast<std::byte const*>(v.data());
+  d.element_size = sizeof(typename V::element_type);
+  d.span = to_index(cosize(v.layout()));
+  d.user_memory = user_memory;
+  describe_layout(d, v.layout(), map, shape);
   return d;
 }
 
@@ -198,7 +206,8 @@ struct Boundaries {
 // Adds d's split points to b if every mode's split points still form a divisibility chain (then
 // all operands can be iterated by one loop nest); returns false and leaves b unchanged otherwise.
 template <std::size_t R, std::size_t K>
-bool merge_boundaries(Boundaries<R, K>& b, OperandDesc<R, K> const& d, ExprShape<R> const& shape) {
+constexpr bool merge_boundaries(Boundaries<R, K>& b, OperandDesc<R, K> const& d,
+                                ExprShape<R> const& shape) {
   Boundaries<R, K> out = b;
   for (std::size_t k = 0; k != R; ++k) {
     if (d.count[k] < 2 || shape[k] == 0) continue;
@@ -241,7 +250,7 @@ struct LoopNest {
   // The destination maps two coordinates of a kept mode to one element (a stride-0 mode).
   bool destination_repeats = false;
 
-  index_t size(index_t from, index_t to) const {
+  constexpr index_t size(index_t from, index_t to) const {
     index_t n = 1;
     for (index_t m = from; m < to; ++m) n *= extent[m];
     return n;
@@ -250,7 +259,7 @@ struct LoopNest {
 
 // Operand d's stride at inner product q of iteration mode k (q a split point of the refinement).
 template <std::size_t R, std::size_t K>
-index_t refined_stride(OperandDesc<R, K> const& d, std::size_t k, index_t q) {
+constexpr index_t refined_stride(OperandDesc<R, K> const& d, std::size_t k, index_t q) {
   index_t p = 1;
   for (index_t l = d.first[k] + d.count[k] - 1; l >= d.first[k]; --l) {
     if (q < p * d.extent[l]) return d.stride[l] * (q / p);
@@ -264,9 +273,9 @@ index_t refined_stride(OperandDesc<R, K> const& d, std::size_t k, index_t q) {
 // @post for every iteration coordinate, each operand's offset is the sum over loop modes of
 //       coordinate * stride, with the loop coordinates taken in the order described above
 template <std::size_t R, std::size_t K, std::size_t N>
-LoopNest<K, N> make_loop_nest(OperandDesc<R, K> const* ops, index_t n_ops,
-                              Boundaries<R, K> const& bounds, ExprShape<R> const& shape,
-                              std::array<bool, at_least_one<R>> const& reduced) {
+constexpr LoopNest<K, N> make_loop_nest(OperandDesc<R, K> const* ops, index_t n_ops,
+                                        Boundaries<R, K> const& bounds, ExprShape<R> const& shape,
+                                        std::array<bool, at_least_one<R>> const& reduced) {
   LoopNest<K, N> nest{};
   nest.operands = n_ops;
   // Refined modes in iteration order, each tagged reduced or not.
@@ -339,6 +348,176 @@ LoopNest<K, N> make_loop_nest(OperandDesc<R, K> const* ops, index_t n_ops,
   for (index_t m = 0; m < nest.outer; ++m)
     if (nest.extent[m] > 1 && nest.stride[0][m] == 0) nest.destination_repeats = true;
   return nest;
+}
+
+// ---- lowering from types ----
+
+// True when layout type L has static extents and strides (then its value carries no data).
+template <class L>
+inline constexpr bool static_layout_v =
+    is_static_v<typename L::shape_type>&& is_static_v<typename L::stride_type>;
+
+// True when every tensor leaf of expression N has a static layout and N evaluates nothing into a
+// temporary: its loop nest is then a function of types alone.
+template <class N>
+struct StaticTree : std::false_type {};
+template <class V>
+struct StaticTree<tessel::detail::TensorLeaf<V>>
+    : std::bool_constant<static_layout_v<typename V::layout_type>> {};
+template <class T>
+struct StaticTree<tessel::detail::ScalarLeaf<T>> : std::true_type {};
+template <class Op, class... Cs>
+struct StaticTree<tessel::detail::Map<Op, Cs...>>
+    : std::bool_constant<(StaticTree<Cs>::value && ...)> {};
+
+// The extents of the R modes of static layout type L (R >= its rank: leading modes 1, as in
+// NumPy alignment).
+template <std::size_t R, class L>
+constexpr ExprShape<R> static_extents() {
+  ExprShape<R> out{};
+  for (auto& e : out) e = 1;
+  auto const s = as_mode_tuple(L{}.shape());
+  constexpr std::size_t RV = tuple_size_v<std::remove_cvref_t<decltype(s)>>;
+  static_assert(RV <= R, "tessel: internal: an operand has more modes than the iteration.");
+  for_each_indexed(
+      s, [&](auto t, auto const& m) { out[decltype(t)::value + R - RV] = to_index(size(m)); });
+  return out;
+}
+
+// The iteration shape of static expression N over R modes: per mode, the largest extent of its
+// leaves (they broadcast to it; run-time validation has rejected anything else).
+template <std::size_t R, class N>
+struct StaticTreeShape {
+  static constexpr ExprShape<R> value() {
+    ExprShape<R> out{};
+    for (auto& e : out) e = 1;
+    return out;
+  }
+};
+template <std::size_t R, class V>
+struct StaticTreeShape<R, tessel::detail::TensorLeaf<V>> {
+  static constexpr ExprShape<R> value() { return static_extents<R, typename V::layout_type>(); }
+};
+template <std::size_t R, class Op, class... Cs>
+struct StaticTreeShape<R, tessel::detail::Map<Op, Cs...>> {
+  static constexpr ExprShape<R> value() {
+    ExprShape<R> out{};
+    for (auto& e : out) e = 1;
+    (merge(out, StaticTreeShape<R, Cs>::value()), ...);
+    return out;
+  }
+  static constexpr void merge(ExprShape<R>& out, ExprShape<R> const& c) {
+    for (std::size_t k = 0; k != R; ++k)
+      if (c[k] != 1) out[k] = c[k];
+  }
+};
+
+// Appends the operand of every tensor leaf of N (binding order: left to right) to ops, merging
+// their split points into b; ok becomes false when a leaf would need a compact copy.
+template <std::size_t R, std::size_t K, class N>
+struct StaticLeaves {
+  static constexpr void add(OperandDesc<R, K>*, index_t&, Boundaries<R, K>&, ExprShape<R> const&,
+                            bool&) {}
+};
+template <std::size_t R, std::size_t K, class V>
+struct StaticLeaves<R, K, tessel::detail::TensorLeaf<V>> {
+  static constexpr void add(OperandDesc<R, K>* ops, index_t& count, Boundaries<R, K>& b,
+                            ExprShape<R> const& shape, bool& ok) {
+    using L = typename V::layout_type;
+    OperandDesc<R, K> d{};
+    describe_layout(d, L{}, trailing_map<tessel::detail::tensor_rank<V>(), R>(), shape);
+    ok = ok && merge_boundaries(b, d, shape);
+    ops[count++] = d;
+  }
+};
+template <std::size_t R, std::size_t K, class Op, class... Cs>
+struct StaticLeaves<R, K, tessel::detail::Map<Op, Cs...>> {
+  static constexpr void add(OperandDesc<R, K>* ops, index_t& count, Boundaries<R, K>& b,
+                            ExprShape<R> const& shape, bool& ok) {
+    (StaticLeaves<R, K, Cs>::add(ops, count, b, shape, ok), ...);
+  }
+};
+
+// A loop nest computed at compile time; ok false when the assignment's layouts are not all
+// static (or a leaf needs a copy, or the nest is degenerate): then the executor lowers at run time.
+template <std::size_t K, std::size_t N>
+struct StaticLowering {
+  bool ok = false;
+  LoopNest<K, N> nest{};
+};
+
+// The loop nest the Binder would produce for destination layout type DL (mode t along iteration
+// mode dst_map[t]) and expression type Node over iteration shape `shape` — by the same functions,
+// evaluated by the compiler. Kernels take it as a template argument (StaticNestIndexer).
+template <std::size_t R, std::size_t K, std::size_t N, class DL, class Node, std::size_t RD>
+constexpr StaticLowering<K, N> lower_static(ExprShape<R> const& shape,
+                                            std::array<std::size_t, RD> const& dst_map,
+                                            std::array<bool, at_least_one<R>> const& reduced) {
+  StaticLowering<K, N> out{};
+  if constexpr (static_layout_v<DL> && StaticTree<Node>::value) {
+    for (std::size_t k = 0; k != R; ++k)
+      if (shape[k] == 0) return out;  // empty: nothing is launched
+    OperandDesc<R, K> ops[N] = {};
+    Boundaries<R, K> b{};
+    describe_layout(ops[0], DL{}, dst_map, shape);
+    bool ok = merge_boundaries(b, ops[0], shape);
+    index_t count = 1;
+    StaticLeaves<R, K, Node>::add(ops, count, b, shape, ok);
+    if (!ok || count != static_cast<index_t>(N)) return out;
+    out.nest = make_loop_nest<R, K, N>(ops, count, b, shape, reduced);
+    out.ok = !out.nest.destination_repeats;
+  }
+  return out;
+}
+
+// The compile-time nest of an elementwise assignment to a destination of static layout type DL and
+// rank R (its shape is the iteration shape).
+template <std::size_t R, std::size_t K, std::size_t N, class DL, class Node>
+constexpr StaticLowering<K, N> lower_static_elementwise() {
+  if constexpr (static_layout_v<DL> && StaticTree<Node>::value) {
+    std::array<std::size_t, R> map{};
+    for (std::size_t t = 0; t != R; ++t) map[t] = t;
+    return lower_static<R, K, N, DL, Node>(static_extents<R, DL>(), map, {});
+  } else {
+    return {};
+  }
+}
+
+// The compile-time nest of a reduction or row operation over input expression In (its shape is
+// the iteration shape); the destination's mode t lies along iteration mode dst_map[t].
+template <std::size_t R, std::size_t K, std::size_t N, class DL, class In, std::size_t RD>
+constexpr StaticLowering<K, N> lower_static_over(std::array<std::size_t, RD> const& dst_map,
+                                                 std::array<bool, at_least_one<R>> const& reduced) {
+  if constexpr (static_layout_v<DL> && StaticTree<In>::value)
+    return lower_static<R, K, N, DL, In>(StaticTreeShape<R, In>::value(), dst_map, reduced);
+  else
+    return {};
+}
+
+// Compile-time nests as types (Of::value, a StaticLowering), what StaticNestIndexer takes.
+// Elementwise: dst = Node, iteration shape the destination's.
+template <std::size_t R, std::size_t K, std::size_t N, class DL, class Node>
+struct StaticElementwiseNest {
+  static constexpr StaticLowering<K, N> value = lower_static_elementwise<R, K, N, DL, Node>();
+};
+// Over input In, Modes naming dst_map and reduced (static constexpr arrays).
+template <std::size_t R, std::size_t K, std::size_t N, class DL, class In, class Modes>
+struct StaticNestOver {
+  static constexpr StaticLowering<K, N> value =
+      lower_static_over<R, K, N, DL, In>(Modes::dst_map, Modes::reduced);
+};
+
+// True when a and b iterate the same modes with the same strides for every operand (the check
+// that a compile-time nest is the one the run-time lowering produced).
+template <std::size_t KA, std::size_t KB, std::size_t N>
+constexpr bool same_nest(LoopNest<KA, N> const& a, LoopNest<KB, N> const& b) {
+  if (a.rank != b.rank || a.outer != b.outer || a.operands != b.operands) return false;
+  for (index_t m = 0; m < a.rank; ++m) {
+    if (a.extent[m] != b.extent[m]) return false;
+    for (index_t j = 0; j < a.operands; ++j)
+      if (a.stride[j][m] != b.stride[j][m]) return false;
+  }
+  return true;
 }
 
 // ---- aliasing ----

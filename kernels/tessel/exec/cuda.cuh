@@ -3,8 +3,11 @@
 // CUDA::cudart). The host side lowers the assignment exactly as the host executor does
 // (exec/lower.hpp: bind, refine, order by destination stride, jointly coalesce); then
 //   elementwise                one grid-stride kernel over the coalesced destination: 16-byte
-//                              packets when the nest is one contiguous aligned mode, plain
-//                              accesses when it is one mode, else FastDivmod coordinates
+//                              packets when the nest is one contiguous aligned mode; else, when
+//                              every layout is static, the nest lowered at compile time with its
+//                              extents and strides as constants; else plain accesses when it is
+//                              one mode, FastDivmod coordinates otherwise (rows and full
+//                              reductions take the compile-time nest the same way)
 //   reduction over one mode    one row kernel (a block per row, a warp per row for short rows),
 //                              the producer expression evaluated inside it
 //   softmax / log_softmax      the row kernel with the epilogue that writes the row
@@ -131,7 +134,49 @@ template <class T>
 inline constexpr int packet_width_v = sizeof(T) >= 16 ? 1
                                                       : (16 / sizeof(T) > 8 ? 8 : 16 / sizeof(T));
 
-template <std::size_t K, class Nest, class D, class Ev>
+// The flat index type of a kernel over the compile-time nest of Of: 32 bits when twice its size
+// (what a grid-stride loop's last index can reach: lanes never exceed the work plus a block) fits.
+template <class Of>
+using static_index_t =
+    std::conditional_t<fits<std::uint32_t>(2 * Of::value.nest.size(0, Of::value.nest.rank) +
+                                           device::row_threads + device::elementwise_threads),
+                       std::uint32_t, std::uint64_t>;
+
+// The compile-time indexer of Of's nest when the run-time lowering produced that very nest
+// (always, for static layouts, unless the destination was swapped for a temporary of another
+// layout); f(indexer) is then called and true returned.
+template <class Of, class Nest, class F>
+bool with_static_nest(Nest const& nest, F&& f) {
+  if constexpr (Of::value.ok) {
+    if (same_nest(nest, Of::value.nest)) {
+      f(StaticNestIndexer<Of, static_index_t<Of>>{});
+      return true;
+    }
+  }
+  return false;
+}
+
+// The modes of a reduction node, and of a row operation, as types (for StaticNestOver).
+template <class Node>
+struct ReductionModesOf {
+  static constexpr auto modes = reduction_modes<Node>();
+  static constexpr auto dst_map = modes.output_to_input;
+  static constexpr auto reduced = modes.reduced;
+};
+template <class Node>
+struct RowOpModesOf {
+  static constexpr std::size_t R = Node::input_type::rank;
+  static constexpr auto dst_map = identity_map<R>();
+  static constexpr auto reduced = [] {
+    std::array<bool, at_least_one<R>> r{};
+    r[Node::axis] = true;
+    return r;
+  }();
+};
+
+// Static: the assignment's compile-time nest as a type (Static::value.ok false when some layout
+// is dynamic).
+template <std::size_t K, class Static, class Nest, class D, class Ev>
 void launch_elementwise(Nest const& nest, D const& d, Ev const& ev, index_t total,
                         cudaStream_t stream) {
   constexpr int threads = device::elementwise_threads;
@@ -144,6 +189,15 @@ void launch_elementwise(Nest const& nest, D const& d, Ev const& ev, index_t tota
         return check_launch("launching the elementwise kernel");
       }
     }
+  }
+  // Constant extents and strides: coordinates by multiply-high, offsets by immediates.
+  if (with_static_nest<Static>(nest, [&](auto idx) {
+        using Index = typename decltype(idx)::index_type;
+        device::elementwise_nest_kernel<<<grid_blocks(total, threads), threads, 0, stream>>>(
+            idx, d, ev, static_cast<Index>(total));
+      }))
+    return check_launch("launching the elementwise kernel");
+  if (nest.rank == 1) {
     device::elementwise_linear_kernel<<<grid_blocks(total, threads), threads, 0, stream>>>(d, ev,
                                                                                            total);
     return check_launch("launching the elementwise kernel");
@@ -160,17 +214,28 @@ void launch_elementwise(Nest const& nest, D const& d, Ev const& ev, index_t tota
   check_launch("launching the elementwise kernel");
 }
 
-// Row kernels: the team (block or warp) and Flat (one reduced mode) chosen at run time.
-// `launch(team_tag, flat_tag, index_tag)` launches one instantiation.
-template <class Nest, class Launch>
+// Row kernels: the team (block or warp), Flat (one reduced mode) and the indexer (compile-time
+// nest, or run-time divisors in 32 or 64 bits) chosen here. `launch(team_tag, flat_tag, indexer)`
+// launches one instantiation.
+template <std::size_t K, class Static, class Nest, class Launch>
 void dispatch_rows(Nest const& nest, index_t rows, index_t n, Launch const& launch) {
+  if constexpr (Static::value.ok) {
+    constexpr auto& S = Static::value.nest;
+    constexpr index_t row_size = S.size(S.outer, S.rank);
+    constexpr int team = row_size <= device::warp_row_limit ? 32 : device::row_threads;
+    if (with_static_nest<Static>(nest, [&](auto idx) {
+          launch(std::integral_constant<int, team>{}, std::bool_constant<S.rank - S.outer == 1>{},
+                 idx);
+        }))
+      return;
+  }
   bool const flat = nest.rank - nest.outer == 1;
   bool const narrow = fits<std::uint32_t>(rows) && fits<std::uint32_t>(n);
   auto with_index = [&](auto team, auto flat_tag) {
     if (narrow)
-      launch(team, flat_tag, std::uint32_t{});
+      launch(team, flat_tag, make_indexer<std::uint32_t, K>(nest));
     else
-      launch(team, flat_tag, std::uint64_t{});
+      launch(team, flat_tag, make_indexer<std::uint64_t, K>(nest));
   };
   auto with_flat = [&](auto team) {
     if (flat)
@@ -209,9 +274,10 @@ void run_elementwise_assignment(DV const& dst, Node const& node, Cuda const& x) 
   auto ev = bind<K>(node, b, [&](auto const& n) { return materialize(n, x); });
   auto nest = b.lower();
   if (nest.destination_repeats) throw_destination_repeats(dst);
+  using S = StaticElementwiseNest<R, K, N, typename DV::layout_type, Node>;
   auto pass = [&](T* data) {
     b.apply(nest, ev);
-    launch_elementwise<K>(nest, b.destination(data, nest), ev, total, stream_of(x));
+    launch_elementwise<K, S>(nest, b.destination(data, nest), ev, total, stream_of(x));
   };
   if (b.needs_temporary(nest, true)) {
     auto tmp = device_temporary<T>(shape, stream_of(x));
@@ -225,14 +291,14 @@ void run_elementwise_assignment(DV const& dst, Node const& node, Cuda const& x) 
 }
 
 // dst = Kind over every mode of ev, through cub::DeviceReduce.
-template <class Op, class T, std::size_t K, class Nest, class Ev>
+template <class Op, class T, std::size_t K, class Static, class Nest, class Ev>
 void full_reduction(Op const& op, Nest const& nest, Ev const& ev, T* out, index_t n,
                     cudaStream_t stream) {
-  auto run = [&](auto index) {
-    using Index = decltype(index);
+  auto run = [&](auto indexer) {
+    using Index = typename decltype(indexer)::index_type;
     auto const input = thrust::make_transform_iterator(
         thrust::counting_iterator<Index>(0),
-        NestReduceInput<Op, Ev, Index, K>{op, ev, make_indexer<Index, K>(nest)});
+        NestReduceInput<Op, Ev, decltype(indexer)>{op, ev, indexer});
     auto const output = thrust::make_transform_output_iterator(out, FinalizeAs<Op, T>{op, n});
     std::size_t bytes = 0;
     TESSEL_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, input, output,
@@ -243,10 +309,11 @@ void full_reduction(Op const& op, Nest const& nest, Ev const& ev, T* out, index_
                                                 static_cast<Index>(n), op, op.identity(), stream),
                       "launching a device-wide reduction");
   };
+  if (with_static_nest<Static>(nest, run)) return;
   if (fits<std::uint32_t>(n))
-    run(std::uint32_t{});
+    run(make_indexer<std::uint32_t, K>(nest));
   else
-    run(std::uint64_t{});
+    run(make_indexer<std::uint64_t, K>(nest));
 }
 
 template <class DV, class Node>
@@ -262,6 +329,7 @@ void run_reduction(DV const& dst, Node const& node, Cuda const& x) {
   constexpr auto modes = reduction_modes<Node>();
   constexpr std::size_t K = R + max_leaves_v<decltype(dst.shape())> + mode_capacity_v<In> + 2;
   constexpr std::size_t N = 1 + leaf_count_v<In>;
+  using S = StaticNestOver<R, K, N, typename DV::layout_type, In, ReductionModesOf<Node>>;
   Binder<R, K, N, DeviceSpace> b(shape, modes.reduced);
   b.set_destination(dst, modes.output_to_input);
   auto ev = bind<K>(node.input, b, [&](auto const& n) { return materialize(n, x); });
@@ -274,13 +342,13 @@ void run_reduction(DV const& dst, Node const& node, Cuda const& x) {
     index_t const rows = nest.size(0, nest.outer);
     index_t const n = nest.size(nest.outer, nest.rank);
     if constexpr (Node::over_all) {
-      full_reduction<Op, T, K>(op, nest, ev, data, n, stream);
+      full_reduction<Op, T, K, S>(op, nest, ev, data, n, stream);
     } else {
-      dispatch_rows(nest, rows, n, [&](auto team, auto flat, auto index) {
-        using Index = decltype(index);
+      dispatch_rows<K, S>(nest, rows, n, [&](auto team, auto flat, auto idx) {
+        using Index = typename decltype(idx)::index_type;
         device::reduce_row_kernel<decltype(team)::value, decltype(flat)::value>
             <<<row_blocks(rows, decltype(team)::value), device::row_threads, 0, stream>>>(
-                op, make_indexer<Index, K>(nest), d, ev, static_cast<Index>(rows), n);
+                op, idx, d, ev, static_cast<Index>(rows), n);
       });
       check_launch("launching a row reduction kernel");
     }
@@ -309,6 +377,7 @@ void run_row_op(DV const& dst, Node const& node, Cuda const& x) {
   reduced[Node::axis] = true;
   constexpr std::size_t K = R + max_leaves_v<decltype(dst.shape())> + mode_capacity_v<In> + 2;
   constexpr std::size_t N = 1 + leaf_count_v<In>;
+  using S = StaticNestOver<R, K, N, typename DV::layout_type, In, RowOpModesOf<Node>>;
   Binder<R, K, N, DeviceSpace> b(shape, reduced);
   b.set_destination(dst, identity_map<R>());
   auto ev = bind<K>(node.input, b, [&](auto const& n) { return materialize(n, x); });
@@ -320,11 +389,11 @@ void run_row_op(DV const& dst, Node const& node, Cuda const& x) {
     auto d = b.destination(data, nest);
     index_t const rows = nest.size(0, nest.outer);
     index_t const n = nest.size(nest.outer, nest.rank);
-    dispatch_rows(nest, rows, n, [&](auto team, auto flat, auto index) {
-      using Index = decltype(index);
+    dispatch_rows<K, S>(nest, rows, n, [&](auto team, auto flat, auto idx) {
+      using Index = typename decltype(idx)::index_type;
       device::softmax_row_kernel<decltype(team)::value, log, decltype(flat)::value>
           <<<row_blocks(rows, decltype(team)::value), device::row_threads, 0, stream>>>(
-              make_indexer<Index, K>(nest), d, ev, static_cast<Index>(rows), n);
+              idx, d, ev, static_cast<Index>(rows), n);
     });
     check_launch("launching a softmax row kernel");
   };

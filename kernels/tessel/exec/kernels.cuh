@@ -4,6 +4,8 @@
 //   elementwise_linear_kernel   one coalesced mode, grid-stride, scalar accesses
 //   elementwise_packet_kernel   one contiguous aligned mode, grid-stride, 16-byte accesses
 //   elementwise_nest_kernel     any loop nest, grid-stride, flat index -> coordinates by FastDivmod
+//                               (NestIndexer) or by constant divisors with constant strides when
+//                               every layout is static (StaticNestIndexer)
 //   reduce_row_kernel           one row (reduced modes) per team (a block, or a warp for short
 //                               rows): producer fused in, cub::BlockReduce / cub::WarpReduce
 //   softmax_row_kernel          the same rows with the softmax / log-softmax epilogue fused out
@@ -46,25 +48,28 @@ __global__ void __launch_bounds__(elementwise_threads)
   packet_elementwise_body<V>(GridContext{}, dst, ev, total);
 }
 
-template <class Index, std::size_t K, class Dst, class Ev>
+// Nest: NestIndexer (run-time extents) or StaticNestIndexer (compile-time extents and strides).
+template <class Nest, class Dst, class Ev>
 __global__ void __launch_bounds__(elementwise_threads)
-    elementwise_nest_kernel(NestIndexer<Index, K> nest, Dst dst, Ev ev, Index total) {
+    elementwise_nest_kernel(Nest nest, Dst dst, Ev ev, typename Nest::index_type total) {
   nest_elementwise_body(GridContext{}, nest, dst, ev, total);
 }
 
 // Team: row_threads (a block per row) or 32 (a warp per row).
-template <int Team, bool Flat, class Op, class Index, std::size_t K, class Dst, class Ev>
+template <int Team, bool Flat, class Op, class Nest, class Dst, class Ev>
 __global__ void __launch_bounds__(row_threads)
-    reduce_row_kernel(Op op, NestIndexer<Index, K> nest, Dst dst, Ev ev, Index rows, index_t n) {
+    reduce_row_kernel(Op op, Nest nest, Dst dst, Ev ev, typename Nest::index_type rows, index_t n) {
+  using Index = typename Nest::index_type;
   BlockContext<row_threads, Team> const ctx;
   Index const row = static_cast<Index>(blockIdx.x) * (row_threads / Team) + threadIdx.x / Team;
   if (row >= rows) return;  // a whole team leaves together
   nest_reduce_row_body<Flat>(ctx, op, nest, dst, ev, row, n);
 }
 
-template <int Team, bool Log, bool Flat, class Index, std::size_t K, class Dst, class Ev>
+template <int Team, bool Log, bool Flat, class Nest, class Dst, class Ev>
 __global__ void __launch_bounds__(row_threads)
-    softmax_row_kernel(NestIndexer<Index, K> nest, Dst dst, Ev ev, Index rows, index_t n) {
+    softmax_row_kernel(Nest nest, Dst dst, Ev ev, typename Nest::index_type rows, index_t n) {
+  using Index = typename Nest::index_type;
   BlockContext<row_threads, Team> const ctx;
   Index const row = static_cast<Index>(blockIdx.x) * (row_threads / Team) + threadIdx.x / Team;
   if (row >= rows) return;

@@ -1,8 +1,9 @@
 // Kernel bodies over a whole loop nest (exec/lower.hpp), for executors that hand out flat indices
 // instead of stepping an odometer: the CUDA executor's grid-stride elementwise kernel, its row
 // kernels and the input of its full reductions. A flat index becomes loop coordinates by fast
-// division (exec/fast_divmod.hpp). Host and device: the host tests run every body here with
-// SequentialContext and compare with the host executor, so these are the CUDA kernels' host twins.
+// division (exec/fast_divmod.hpp), or by constant divisors when every layout is static. Host and
+// device: the host tests run every body here with SequentialContext and compare with the host
+// executor, so these are the CUDA kernels' host twins.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +34,8 @@ namespace tessel::exec {
 // computed in (32 bits when every flat index fits, which makes each division one multiply-high).
 template <class Index, std::size_t K>
 struct NestIndexer {
+  using index_type = Index;
+
   int rank = 0;   // loop modes
   int outer = 0;  // modes [0, outer) run over destination elements, [outer, rank) are reduced
   FastDivmod<Index> extent[K] = {};
@@ -69,6 +72,10 @@ struct NestIndexer {
     }
     return inner;
   }
+
+  // The evaluators already hold their strides (Binder::apply): nothing to fold.
+  template <class... Evs>
+  TESSEL_HOST_DEVICE void fold(Evs&...) const {}
 };
 
 // The divisors of nest's modes. @pre every extent < 2^(bits(Index) - 1)
@@ -82,16 +89,120 @@ NestIndexer<Index, K> make_indexer(Nest const& nest) {
   return x;
 }
 
+// A loop nest known at compile time — Of::value.nest, a LoopNest lowered from static layouts by
+// exec/lower.hpp (Of is a type: nvcc's host launch stubs cannot spell class-type template
+// arguments) — behind NestIndexer's interface: every extent is a constant (division by it is a
+// multiply-high the compiler picks) and fold() overwrites the evaluators' strides with the nest's
+// constants, so after inlining every offset is coordinate * immediate. Empty: a kernel argument
+// of no size.
+template <class Of, class Index>
+struct StaticNestIndexer {
+  using index_type = Index;
+
+  static constexpr int rank = static_cast<int>(Of::value.nest.rank);
+  static constexpr int outer = static_cast<int>(Of::value.nest.outer);
+
+  template <class... Evs>
+  TESSEL_HOST_DEVICE void seek(int lo, int hi, Index f, Evs&... evs) const {
+    Index inner = 0;
+    walk(lo, hi, -1, f, inner, std::make_integer_sequence<int, rank>{}, evs...);
+  }
+
+  template <class... Evs>
+  TESSEL_HOST_DEVICE Index seek_inner(int lo, int hi, Index f, Evs&... evs) const {
+    Index inner = f;
+    walk(lo, hi, hi - 1, f, inner, std::make_integer_sequence<int, rank>{}, evs...);
+    return inner;
+  }
+
+  // Sets the strides of d (operand 0 of the nest) and of every leaf of ev (operands 1, 2, ... in
+  // binding order) to the nest's constants.
+  template <class Dst, class Ev>
+  TESSEL_HOST_DEVICE void fold(Dst& d, Ev& ev) const {
+    fold_operand<0>(d);
+    fold_tree<1>(ev);
+  }
+  template <class Ev>
+  TESSEL_HOST_DEVICE void fold(Ev& ev) const {
+    fold_tree<1>(ev);
+  }
+
+ private:
+  // Modes innermost first, each index a constant.
+  template <int... I, class... Evs>
+  TESSEL_HOST_DEVICE static void walk(int lo, int hi, int keep, Index& f, Index& inner,
+                                      std::integer_sequence<int, I...>, Evs&... evs) {
+    (step<rank - 1 - I>(lo, hi, keep, f, inner, evs...), ...);
+  }
+
+  template <int M, class... Evs>
+  TESSEL_HOST_DEVICE static void step(int lo, int hi, int keep, Index& f, Index& inner,
+                                      Evs&... evs) {
+    if (M < lo || M >= hi) return;
+    constexpr Index extent = static_cast<Index>(Of::value.nest.extent[M]);
+    Index c = f;  // the outermost mode's coordinate is what is left
+    if (M > lo) {
+      c = f % extent;
+      f = f / extent;
+    }
+    if (M == keep)
+      inner = c;
+    else
+      (evs.advance(M, static_cast<index_t>(c)), ...);
+  }
+
+  template <std::size_t J, class E, int... M>
+  TESSEL_HOST_DEVICE static void set_strides(E& e, std::integer_sequence<int, M...>) {
+    ((e.stride[M] = std::integral_constant<index_t, Of::value.nest.stride[J][M]>::value), ...);
+    e.inner = std::integral_constant<index_t, Of::value.nest.stride[J][rank - 1]>::value;
+  }
+
+  template <std::size_t J, class E>
+  TESSEL_HOST_DEVICE static void fold_operand(E& e) {
+    set_strides<J>(e, std::make_integer_sequence<int, rank>{});
+  }
+
+  template <std::size_t J, class E>
+  TESSEL_HOST_DEVICE static void fold_tree(E& e) {
+    if constexpr (is_leaf_eval_v<E>) {
+      fold_operand<J>(e);
+    } else if constexpr (is_map_eval_v<E>) {
+      fold_children<J>(e, std::make_index_sequence<E::arity>{});
+    }  // scalars have no strides
+  }
+
+  template <std::size_t J, class E, std::size_t... C>
+  TESSEL_HOST_DEVICE static void fold_children(E& e, std::index_sequence<C...>) {
+    (fold_tree<J + leaves_before<E, C>()>(get<C>(e.children)), ...);
+  }
+
+  // Tensor leaves in the children of E before child C.
+  template <class E, std::size_t C>
+  static constexpr std::size_t leaves_before() {
+    return []<std::size_t... P>(std::index_sequence<P...>) {
+      return (
+          std::size_t{0} + ... +
+          eval_leaves_v<std::remove_cvref_t<decltype(get<P>(std::declval<E const&>().children))>>);
+    }
+    (std::make_index_sequence<C>{});
+  }
+};
+
 // ---- elementwise ----
 
 // dst = ev at every flat index of the nest's modes [0, rank), lanes striding through them.
-template <class Ctx, class Index, std::size_t K, class Dst, class Ev>
-TESSEL_HOST_DEVICE void nest_elementwise_body(Ctx const& ctx, NestIndexer<Index, K> const& nest,
-                                              Dst const& dst, Ev const& ev, Index total) {
+// Nest: a NestIndexer (extents and strides at run time) or a StaticNestIndexer (constants).
+template <class Ctx, class Nest, class Dst, class Ev>
+TESSEL_HOST_DEVICE void nest_elementwise_body(Ctx const& ctx, Nest const& nest, Dst const& dst,
+                                              Ev const& ev, typename Nest::index_type total) {
+  using Index = typename Nest::index_type;
+  Dst d0 = dst;
+  Ev e0 = ev;
+  nest.fold(d0, e0);
   auto const stride = static_cast<Index>(ctx.lanes());
   for (auto f = static_cast<Index>(ctx.lane()); f < total; f += stride) {
-    Dst d = dst;
-    Ev e = ev;
+    Dst d = d0;
+    Ev e = e0;
     auto const i = static_cast<index_t>(nest.seek_inner(0, nest.rank, f, d, e));
     d.store(i, e(i));
   }
@@ -188,10 +299,12 @@ TESSEL_HOST_DEVICE void packet_elementwise_body(Ctx const& ctx, Dst const& dst, 
 
 // One row of a nest: element i of the reduced modes in row-major order. Flat: the reduced modes
 // coalesced into one, so element i is at offset i along it (no division).
-template <class Ev, class Index, std::size_t K, bool Flat>
+template <class Ev, class Nest, bool Flat>
 struct NestRow {
+  using Index = typename Nest::index_type;
+
   Ev ev;
-  NestIndexer<Index, K> nest;
+  Nest nest;
 
   TESSEL_HOST_DEVICE auto operator()(index_t i) const {
     if constexpr (Flat) {
@@ -218,28 +331,31 @@ struct NestRow {
 
 // Destination element `row` of a reduction over the nest's modes [outer, rank) of n elements:
 // op over the row (ev, the producer, evaluated on the fly), finalized, stored by lane 0.
-template <bool Flat, class Ctx, class Op, class Index, std::size_t K, class Dst, class Ev>
-TESSEL_HOST_DEVICE void nest_reduce_row_body(Ctx const& ctx, Op const& op,
-                                             NestIndexer<Index, K> const& nest, Dst const& dst,
-                                             Ev const& ev, Index row, index_t n) {
+template <bool Flat, class Ctx, class Op, class Nest, class Dst, class Ev>
+TESSEL_HOST_DEVICE void nest_reduce_row_body(Ctx const& ctx, Op const& op, Nest const& nest,
+                                             Dst const& dst, Ev const& ev,
+                                             typename Nest::index_type row, index_t n) {
   Dst d = dst;
   Ev e = ev;
+  nest.fold(d, e);
   nest.seek(0, nest.outer, row, d, e);
-  NestRow<Ev, Index, K, Flat> const r{e, nest};
+  NestRow<Ev, Nest, Flat> const r{e, nest};
   auto const s = row_reduce_body(ctx, op, r, 0, n);
   if (ctx.lane() == 0) d.store(0, op.finalize(s, n));
 }
 
 // Row `row` of softmax (Log false) or log_softmax (Log true) over the nest's modes [outer, rank):
 // the logsumexp of the row, then the row written through the epilogue.
-template <bool Log, bool Flat, class Ctx, class Index, std::size_t K, class Dst, class Ev>
-TESSEL_HOST_DEVICE void nest_softmax_row_body(Ctx const& ctx, NestIndexer<Index, K> const& nest,
-                                              Dst const& dst, Ev const& ev, Index row, index_t n) {
+template <bool Log, bool Flat, class Ctx, class Nest, class Dst, class Ev>
+TESSEL_HOST_DEVICE void nest_softmax_row_body(Ctx const& ctx, Nest const& nest, Dst const& dst,
+                                              Ev const& ev, typename Nest::index_type row,
+                                              index_t n) {
   Dst d = dst;
   Ev e = ev;
+  nest.fold(d, e);
   nest.seek(0, nest.outer, row, d, e);
-  NestRow<Ev, Index, K, Flat> const in{e, nest};
-  NestRow<Dst, Index, K, Flat> out{d, nest};
+  NestRow<Ev, Nest, Flat> const in{e, nest};
+  NestRow<Dst, Nest, Flat> out{d, nest};
   if constexpr (Log)
     row_log_softmax_body(ctx, in, out, n);
   else
@@ -250,14 +366,19 @@ TESSEL_HOST_DEVICE void nest_softmax_row_body(Ctx const& ctx, NestIndexer<Index,
 
 // The input of a reduction over every mode: element f (row-major over the nest's reduced modes)
 // as a one-element state of op, which a device-wide reduction then combines with op.
-template <class Op, class Ev, class Index, std::size_t K>
+// Nest: a NestIndexer, or a StaticNestIndexer whose strides fold() has not yet written (the
+// constructor-free aggregate cannot, so operator() does: a no-op for run-time nests).
+template <class Op, class Ev, class Nest>
 struct NestReduceInput {
+  using Index = typename Nest::index_type;
+
   Op op;
   Ev ev;
-  NestIndexer<Index, K> nest;
+  Nest nest;
 
   TESSEL_HOST_DEVICE typename Op::state_type operator()(Index f) const {
     Ev e = ev;
+    nest.fold(e);
     auto const i = static_cast<index_t>(nest.seek_inner(nest.outer, nest.rank, f, e));
     return op.update(op.identity(), e(i), static_cast<index_t>(f));
   }
