@@ -14,37 +14,13 @@
 // and, with a softcap c, d z_j / d raw_j = 1 - tanh(raw_j / c)^2.
 #pragma once
 
-#include <cmath>
 #include <limits>
 
 #include "../core/config.hpp"
 #include "../core/int.hpp"
+#include "../expr/scalar_math.hpp"
 
 namespace tessel::flce {
-
-namespace detail {
-
-// exp, log and tanh in the compute type, callable from host and device code.
-TESSEL_HOST_DEVICE inline float exp_c(float x) {
-  return ::expf(x);
-}
-TESSEL_HOST_DEVICE inline double exp_c(double x) {
-  return ::exp(x);
-}
-TESSEL_HOST_DEVICE inline float log_c(float x) {
-  return ::logf(x);
-}
-TESSEL_HOST_DEVICE inline double log_c(double x) {
-  return ::log(x);
-}
-TESSEL_HOST_DEVICE inline float tanh_c(float x) {
-  return ::tanhf(x);
-}
-TESSEL_HOST_DEVICE inline double tanh_c(double x) {
-  return ::tanh(x);
-}
-
-}  // namespace detail
 
 // What is the same for every row of a call.
 template <class C>
@@ -100,7 +76,7 @@ struct CombineSoftmax {
     // An empty state (no elements: a lane past the end of a short row) adds nothing; without
     // this test exp(-inf - -inf) would be NaN.
     if (b.max != -std::numeric_limits<C>::infinity())
-      out.sum = a.sum + b.sum * detail::exp_c(b.max - a.max);
+      out.sum = a.sum + b.sum * math::exp(b.max - a.max);
     return out;
   }
 };
@@ -130,7 +106,7 @@ TESSEL_HOST_DEVICE RowLoss<C> fused_row(Ctx& ctx, RowRefs<L, G, T> const& r, Voc
                                       : C(1);
   };
   bool const capped = k.softcap > C(0);
-  auto cap = [&](C x) { return capped ? k.softcap * detail::tanh_c(x / k.softcap) : x; };
+  auto cap = [&](C x) { return capped ? k.softcap * math::tanh(x / k.softcap) : x; };
 
   // The target's logit is read before the reduction: the reduction is a barrier for all lanes,
   // after which pass 2 may overwrite the logits in place.
@@ -142,15 +118,15 @@ TESSEL_HOST_DEVICE RowLoss<C> fused_row(Ctx& ctx, RowRefs<L, G, T> const& r, Voc
   for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) {
     C const z = cap(raw_logit(j));
     if (z > p.max) {
-      p.sum = p.sum * detail::exp_c(p.max - z) + C(1);
+      p.sum = p.sum * math::exp(p.max - z) + C(1);
       p.max = z;
     } else {
-      p.sum += detail::exp_c(z - p.max);
+      p.sum += math::exp(z - p.max);
     }
     if (k.smoothing) p.weighted_sum += class_weight(j) * z;
   }
   p = ctx.reduce(p, CombineSoftmax{});
-  C const lse = p.max + detail::log_c(p.sum);
+  C const lse = p.max + math::log(p.sum);
 
   RowLoss<C> loss;
   loss.ce = w_t * k.one_minus_smoothing * (lse - z_t);
@@ -167,9 +143,9 @@ TESSEL_HOST_DEVICE RowLoss<C> fused_row(Ctx& ctx, RowRefs<L, G, T> const& r, Voc
   C const p_coefficient = a + b * k.class_weight_sum + zc;
   for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) {
     C const x = raw_logit(j);
-    C const t = capped ? detail::tanh_c(x / k.softcap) : C(0);
+    C const t = capped ? math::tanh(x / k.softcap) : C(0);
     C const z = capped ? k.softcap * t : x;
-    C g = p_coefficient * detail::exp_c(z - lse);
+    C g = p_coefficient * math::exp(z - lse);
     if (j == target) g -= a;
     if (k.smoothing) g -= b * class_weight(j);
     if (capped) g *= C(1) - t * t;
