@@ -6,19 +6,13 @@
 
 #include <tessel/core/broadcast.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 TEST(CoreErrors, BlockBroadcastNamesABlockShapeWithANonPositiveExtent) {
   auto const grid = make_layout(make_shape(2, 3));

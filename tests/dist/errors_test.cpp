@@ -8,20 +8,14 @@
 
 #include <tessel/dist/single_process.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
 using namespace tessel::dist;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 bool all_nine(std::vector<std::byte> const& v) {
   for (std::byte b : v)

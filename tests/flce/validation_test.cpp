@@ -11,6 +11,8 @@
 #include <tessel/flce/backward.hpp>
 #include <tessel/flce/forward.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
@@ -50,14 +52,7 @@ struct Call {
   }
 };
 
-std::string error_of(std::function<void()> const& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 // Breaks one thing, expects `message` and untouched outputs.
 void expect_rejected(std::function<void(Call&, Options<float>&, Outputs<float>&)> const& breaker,

@@ -8,20 +8,14 @@
 #include <tessel/shampoo/optimizer.hpp>
 #include <tessel/shampoo/quantized.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
 using namespace tessel::shampoo;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 TEST(ShampooErrors, OptionEnumsOutsideTheirEnumeratorsAreRejected) {
   Options g;

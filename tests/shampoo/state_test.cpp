@@ -9,20 +9,14 @@
 #include <tessel/shampoo/optimizer.hpp>
 #include <tessel/shampoo/state_keys.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
 using namespace tessel::shampoo;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 Plan state_plan() {
   return make_plan(PlanOptions<index_t, index_t>{4, 1, 1, DType::f32},

@@ -10,20 +10,14 @@
 
 #include <tessel/shampoo/utils.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
 using namespace tessel::shampoo;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 constexpr auto pairs = generate_pairwise_indices(std::array<int, 3>{1, 3, 2});
 static_assert(pairs[0] == std::pair<index_t, index_t>{0, 1});

@@ -9,17 +9,11 @@
 #include <tessel/core/error.hpp>
 #include <tessel/tensor/host_tensor.hpp>
 
+#include "support/error_of.hpp"
+
 namespace sparsity_test {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (tessel::Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 // A rows x cols matrix of distinct-magnitude normal values (no zeros), from a fixed seed.
 inline auto random_matrix(tessel::index_t rows, tessel::index_t cols, unsigned seed) {

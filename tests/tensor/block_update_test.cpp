@@ -9,6 +9,8 @@
 #include <tessel/tensor/host_tensor.hpp>
 #include <tessel/tensor/views.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
@@ -26,15 +28,7 @@ std::vector<float> values(T const& t) {
   return out;
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 TEST(BlockUpdate, MaskThroughATransposedView) {
   auto w = numbered(4, 8);

@@ -8,19 +8,13 @@
 
 #include <tessel/tensor/host_tensor.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 TEST(TensorErrors, ANegativeElementCountIsRejected) {
   EXPECT_EQ(error_of([] { HostArrayEngine<float> e(-3); }),

@@ -8,6 +8,8 @@
 #include <tessel/tensor/view_queries.hpp>
 #include <tessel/tensor/views.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
@@ -19,15 +21,7 @@ static_assert(std::is_same_v<decltype(numel(make_tensor(static_cast<float*>(null
                                                         make_shape(Int<2>{}, Int<3>{})))),
                              Int<6>>);
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 TEST(ViewQueries, NdimAndNumelMatchTheMembers) {
   auto t = make_host_tensor<float>(make_shape(3, 5));
