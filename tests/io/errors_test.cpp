@@ -119,6 +119,13 @@ TEST(IoErrors, AFileThatExistsButCannotBeOpenedIsNamed) {
   SafetensorsFile f;
   f.tensors.push_back(make_safetensors_entry("w", {3}, v));
   write_safetensors(dir / "x.safetensors", f);
+  // Read both and catch a reader's error once first: UndefinedBehaviorSanitizer checks the
+  // dynamic types of the streams and of the exception and caches the result; a first check under
+  // the lowered limit would need a pipe to probe memory, fail to create it, and report a bogus
+  // invalid vptr.
+  ASSERT_EQ(read_npy(dir / "x.npy").numel(), 3);
+  ASSERT_EQ(read_safetensors(dir / "x.safetensors").tensors.size(), 1u);
+  ASSERT_NE(error_of([&] { (void)read_npy(dir / "missing.npy"); }), "<no tessel::Error thrown>");
   std::string npy_error, safetensors_error;
   {
     NoMoreFileDescriptors limit;
