@@ -1,12 +1,21 @@
 // Error paths of the io layer the format tests do not reach: element counts that overflow,
-// invalid dtype values in hand-built arrays, and the atomic writer's file-system failures. Each
-// asserts the sentence and that the destination is untouched and no temporary file is left.
+// invalid dtype values in hand-built arrays, the atomic writer's file-system failures, and the
+// file reader's open and read failures. Each asserts the sentence and that the destination is
+// untouched and no temporary file is left (readers: that no array is returned).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/resource.h>  // setrlimit
+#include <unistd.h>        // dup, close
+#define TESSEL_TEST_HAS_RLIMIT 1
+#else
+#define TESSEL_TEST_HAS_RLIMIT 0
+#endif
 
 #include <tessel/io/npy.hpp>
 #include <tessel/io/safetensors.hpp>
@@ -75,6 +84,104 @@ TEST(IoErrors, AFailedRenameLeavesTheDestinationAndNoTemporaryFile) {
   EXPECT_NE(e.find(" over it failed: "), std::string::npos) << e;
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"x.npy"});
   EXPECT_TRUE(std::filesystem::is_directory(dir / "x.npy" / "inside"));
+}
+
+#if TESSEL_TEST_HAS_RLIMIT
+// Lowers the soft limit on open files to the lowest free descriptor, so that the next open()
+// fails with EMFILE (root included: the limit is not a permission); restores it on destruction.
+class NoMoreFileDescriptors {
+ public:
+  NoMoreFileDescriptors() {
+    ok_ = ::getrlimit(RLIMIT_NOFILE, &old_) == 0;
+    int const lowest_free = ::dup(0);
+    if (lowest_free >= 0) ::close(lowest_free);
+    rlimit lowered = old_;
+    lowered.rlim_cur = static_cast<rlim_t>(lowest_free);
+    ok_ = ok_ && lowest_free >= 0 && ::setrlimit(RLIMIT_NOFILE, &lowered) == 0;
+  }
+  ~NoMoreFileDescriptors() { ::setrlimit(RLIMIT_NOFILE, &old_); }
+  NoMoreFileDescriptors(NoMoreFileDescriptors const&) = delete;
+  NoMoreFileDescriptors& operator=(NoMoreFileDescriptors const&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit old_{};
+  bool ok_ = false;
+};
+
+TEST(IoErrors, AFileThatExistsButCannotBeOpenedIsNamed) {
+  // The file's size is known (stat needs no descriptor), then opening it fails. A socket or a
+  // FIFO would not get this far: the size query already refuses them ("Operation not
+  // supported"), and root ignores permission bits, so the descriptor limit makes open() fail.
+  TempDir dir;
+  std::vector<float> v{1, 2, 3};
+  write_npy(dir / "x.npy", {3}, v);
+  SafetensorsFile f;
+  f.tensors.push_back(make_safetensors_entry("w", {3}, v));
+  write_safetensors(dir / "x.safetensors", f);
+  // Read both and catch a reader's error once first: UndefinedBehaviorSanitizer checks the
+  // dynamic types of the streams and of the exception and caches the result; a first check under
+  // the lowered limit would need a pipe to probe memory, fail to create it, and report a bogus
+  // invalid vptr.
+  ASSERT_EQ(read_npy(dir / "x.npy").numel(), 3);
+  ASSERT_EQ(read_safetensors(dir / "x.safetensors").tensors.size(), 1u);
+  ASSERT_NE(error_of([&] { (void)read_npy(dir / "missing.npy"); }), "<no tessel::Error thrown>");
+  std::string npy_error, safetensors_error;
+  {
+    NoMoreFileDescriptors limit;
+    ASSERT_TRUE(limit.ok());
+    npy_error = error_of([&] { (void)read_npy(dir / "x.npy"); });
+    safetensors_error = error_of([&] { (void)read_safetensors(dir / "x.safetensors"); });
+  }
+  EXPECT_EQ(npy_error, "cannot open " + (dir / "x.npy").string() + ": Too many open files.");
+  EXPECT_EQ(safetensors_error,
+            "cannot open " + (dir / "x.safetensors").string() + ": Too many open files.");
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"x.npy", "x.safetensors"}));
+}
+#endif
+
+// A byte source over a real file that truncates the file just before its `shrink_at`-th read: a
+// file that another process shortens between the reader's size check and its data read.
+class ShrinkingFile {
+ public:
+  ShrinkingFile(std::filesystem::path path, int shrink_at)
+      : source_(path), path_(std::move(path)), shrink_at_(shrink_at) {}
+  std::uint64_t size() const { return source_.size(); }
+  void read(std::uint64_t offset, void* dst, std::size_t n) {
+    if (++reads_ == shrink_at_) std::filesystem::resize_file(path_, offset);
+    source_.read(offset, dst, n);
+  }
+
+ private:
+  detail::io::FileSource source_;
+  std::filesystem::path path_;
+  int shrink_at_;
+  int reads_ = 0;
+};
+
+TEST(IoErrors, AFileThatShrinksWhileItIsReadIsAnErrorNotPartOfAnArray) {
+  // read_npy reads the preamble, the header, then the data (read 3); read_safetensors reads the
+  // 8-byte length, the header, then the data (read 3). The files are cut at the data's offset.
+  TempDir dir;
+  std::vector<float> v(100, 1.5f);
+  write_npy(dir / "x.npy", {100}, v);
+  std::string const npy = (dir / "x.npy").string();
+  ShrinkingFile npy_source(dir / "x.npy", 3);
+  EXPECT_EQ(error_of([&] { (void)detail::io::read_npy_from(npy_source, npy); }),
+            "cannot read " + npy +
+                ": reading 400 bytes at offset 128 failed (was the file changed while it was "
+                "being read?).");
+  EXPECT_EQ(std::filesystem::file_size(dir / "x.npy"), 128u);
+
+  SafetensorsFile f;
+  f.tensors.push_back(make_safetensors_entry("w", {100}, v));
+  write_safetensors(dir / "x.safetensors", f);
+  auto const full = std::filesystem::file_size(dir / "x.safetensors");
+  std::string const st = (dir / "x.safetensors").string();
+  ShrinkingFile st_source(dir / "x.safetensors", 3);
+  EXPECT_EQ(error_of([&] { (void)detail::io::read_safetensors_from(st_source, st); }),
+            detail::sentence("cannot read ", st, ": reading 400 bytes at offset ", full - 400,
+                             " failed (was the file changed while it was being read?)."));
 }
 
 }  // namespace

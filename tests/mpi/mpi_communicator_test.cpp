@@ -2,7 +2,10 @@
 // result is checked against values each rank can compute for every other rank.
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cstddef>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include <tessel/dist/mpi.hpp>
@@ -78,6 +81,23 @@ TEST(Mpi, MismatchedBuffersFailOnEveryRankBeforeCommunicating) {
   std::vector<std::byte> send(8), recv(8 * static_cast<std::size_t>(comm.size()) + 1);
   EXPECT_THROW(comm.all_gather(send, recv), Error);
   comm.barrier();  // nobody is stuck in a collective the others skipped
+}
+
+TEST(Mpi, ByteCountsAboveIntMaxAreRefusedBeforeAnyCall) {
+  // MPI counts are int. The check runs before the MPI call (on every rank alike, as the sizes of
+  // a collective agree), so it is tested on the helper itself: a > 2 GiB buffer is not needed.
+  auto const error_of = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (Error const& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  std::size_t const too_many = static_cast<std::size_t>(INT_MAX) + 1;
+  EXPECT_EQ(error_of([&] { (void)dist::detail::mpi_count(too_many, "a broadcast"); }),
+            "a broadcast of 2147483648 bytes exceeds MPI's limit of 2147483647 bytes per call.");
+  EXPECT_EQ(dist::detail::mpi_count(static_cast<std::size_t>(INT_MAX), "a broadcast"), INT_MAX);
 }
 
 }  // namespace

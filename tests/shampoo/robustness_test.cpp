@@ -1,7 +1,8 @@
 // Numerical robustness of the Shampoo step: zero gradients (no NaN; parameters change only by the
 // documented decoupled weight decay), rank-deficient factors (finite inverse roots; with the
-// pseudo-inverse the null space maps to 0), and NaN/Inf gradients after state has built up
-// (tessel::Error naming the parameter; parameters, step count and state bitwise unchanged).
+// pseudo-inverse the null space maps to 0), and NaN/Inf gradients or finite gradients that would
+// overflow a factor after state has built up (tessel::Error naming the parameter; parameters, step
+// count and state bitwise unchanged).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -229,6 +230,38 @@ TYPED_TEST(ShampooRobustness, NonFiniteGradientsAfterSomeStepsChangeNothing) {
       "the gradient of parameter 0 has the value -inf at element 0; gradients must be finite.");
 
   // The optimizer is still usable: the next good step matches a twin that never saw the errors.
+  Shampoo<T> twin(plan, o);
+  auto twin_params = filled<T>(plan, param_value<T>);
+  for (int t = 0; t < 3; ++t) run_step(twin, twin_params, grads);
+  run_step(opt, params, grads);
+  EXPECT_EQ(params, twin_params);
+  EXPECT_TRUE(opt.state_dict() == twin.state_dict());
+}
+
+TYPED_TEST(ShampooRobustness, FiniteGradientsThatWouldOverflowAFactorChangeNothing) {
+  // 2^(max_exponent / 2 + 2) is finite, but its square is not: g g^T would overflow the factor of
+  // mode 0 of parameter 1's first block (its slice 0 holds the value). Refused before any write.
+  using T = TypeParam;
+  Options o;
+  o.momentum = 0.9;
+  o.beta2 = 0.99;
+  o.grafting = adam_grafting();
+  Plan const plan = mixed_plan();
+  Shampoo<T> opt(plan, o);
+  auto params = filled<T>(plan, param_value<T>);
+  auto const grads = filled<T>(plan, grad_value<T>);
+  for (int t = 0; t < 2; ++t) run_step(opt, params, grads);
+  ASSERT_EQ(opt.step_count(), 2);
+
+  auto bad = grads;
+  bad[1][1] = static_cast<T>(std::ldexp(1.0, std::numeric_limits<T>::max_exponent / 2 + 2));
+  ASSERT_TRUE(std::isfinite(bad[1][1]));
+  std::string const e = failed_step_bitwise(opt, params, bad);
+  std::string const prefix = "factor matrix 0 of parameter 1, block 0 would overflow at step 3: ";
+  EXPECT_EQ(e.substr(0, prefix.size()), prefix) << e;
+  EXPECT_NE(e.find("; nothing was changed."), std::string::npos) << e;
+
+  // The optimizer is still usable: the next good step matches a twin that never saw the error.
   Shampoo<T> twin(plan, o);
   auto twin_params = filled<T>(plan, param_value<T>);
   for (int t = 0; t < 3; ++t) run_step(twin, twin_params, grads);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -182,15 +183,77 @@ TEST(ShampooStepErrors, ArgumentsAreCheckedBeforeAnyWrite) {
       "the gradient of parameter 0 has the value -inf at element 5; gradients must be finite.");
 }
 
-TEST(ShampooStepErrors, NonFiniteFactorNamesParameterAndBlock) {
-  // A finite gradient of 1e30 overflows g g^T in float: the factor holds Inf at the first
-  // inverse-root computation. The factors were accumulated; the parameters are untouched.
+TEST(ShampooStepErrors, AGradientThatWouldOverflowAFactorChangesNothing) {
+  // A finite gradient of 2^100 would overflow g g^T in float: the bound on the new factor
+  // entries (beta2 max|F| + w max_i r_i, r_i the squared norm of slice i) is checked before
+  // anything is written, so the step fails with parameters, step count and state unchanged.
   auto plan = make_plan(PlanOptions<index_t, index_t>{2, 1, 1, DType::f32},
                         std::vector<std::vector<index_t>>{{3}, {2, 4}});
   Shampoo<float> opt(plan);
   std::vector<std::vector<float>> params{std::vector<float>(3, 1.0f), std::vector<float>(8, 1.0f)};
   std::vector<std::vector<float>> grads{std::vector<float>(3, 0.5f), std::vector<float>(8, 0.5f)};
-  grads[1][6] = 1e30f;  // element (1, 2): block 1 of parameter 1
+  grads[1][6] = 0x1p100f;  // element (1, 2): block 1 of parameter 1
+  EXPECT_EQ(failed_step(opt, params, grads),
+            "factor matrix 0 of parameter 1, block 1 would overflow at step 1: its entries could "
+            "reach 1.6069380442589903e+60 (1 times its largest magnitude 0 plus 1 times the "
+            "gradient's largest squared norm along mode 0, 1.6069380442589903e+60), more than f32 "
+            "holds (3.4028234663852886e+38); nothing was changed.");
+  // The next good step is the first step.
+  grads[1][6] = 0.5f;
+  std::vector<std::span<float>> ps(params.begin(), params.end());
+  std::vector<std::span<float const>> gs(grads.begin(), grads.end());
+  opt.step(ps, gs);
+  EXPECT_EQ(opt.step_count(), 1);
+}
+
+TEST(ShampooStepErrors, BiasCorrectedAndNarrowFactorsAreBoundedToo) {
+  // beta2 = 0.99: the new entries (0.01 * 2^130) fit float, but the root is computed from them
+  // divided by the bias correction 1 - 0.99 = 0.01, which would not.
+  auto plan = make_plan(PlanOptions<index_t, index_t>{4, 1, 1, DType::f32},
+                        std::vector<std::vector<index_t>>{{4}});
+  Options o;
+  o.beta2 = 0.99;
+  Shampoo<float> opt(plan, o);
+  std::vector<std::vector<float>> params{std::vector<float>(4, 1.0f)};
+  std::vector<std::vector<float>> grads{{0x1p65f, 0.0f, 0.0f, 0.0f}};
+  EXPECT_EQ(failed_step(opt, params, grads),
+            "factor matrix 0 of parameter 0, block 0 would overflow at step 1: divided by the "
+            "bias correction, its entries could reach 1.3611294372601382e+39 (0.99 times its "
+            "largest magnitude 0 plus 0.01 times the gradient's largest squared norm along mode "
+            "0, 1.361129467683754e+39), more than f32 holds (3.4028234663852886e+38); nothing "
+            "was changed.");
+  // Factors stored as f16 hold at most 65504: a gradient entry of 256 (256^2 = 65536) would
+  // store Inf, which the old check only saw at the next root computation.
+  Options h;
+  h.factor_matrix_dtype = DType::f16;
+  Shampoo<float> narrow(plan, h);
+  grads[0] = {256.0f, 1.0f, 0.0f, 0.0f};
+  EXPECT_EQ(failed_step(narrow, params, grads),
+            "factor matrix 0 of parameter 0, block 0 would overflow at step 1: its entries could "
+            "reach 65536 (1 times its largest magnitude 0 plus 1 times the gradient's largest "
+            "squared norm along mode 0, 65536), more than f16 holds (65504); nothing was "
+            "changed.");
+  grads[0] = {255.0f, 1.0f, 0.0f, 0.0f};  // 65025 fits
+  std::vector<std::span<float>> ps(params.begin(), params.end());
+  std::vector<std::span<float const>> gs(grads.begin(), grads.end());
+  narrow.step(ps, gs);
+  EXPECT_EQ(narrow.factor_matrix(0, 0)[0], 65024.0f);  // 65025 rounded to f16
+}
+
+TEST(ShampooStepErrors, NonFiniteFactorNamesParameterAndBlock) {
+  // A factor that already holds Inf (only a loaded state can: finite gradients that would
+  // overflow are refused up front) is found at the first inverse-root computation, after the
+  // factors of the step were accumulated; the parameters are untouched.
+  auto plan = make_plan(PlanOptions<index_t, index_t>{2, 1, 1, DType::f32},
+                        std::vector<std::vector<index_t>>{{3}, {2, 4}});
+  Shampoo<float> opt(plan);
+  StateDict state = opt.state_dict();
+  float const inf = std::numeric_limits<float>::infinity();
+  auto& factor = state.at({"1", "block_1", "shampoo", "factor_matrices", "0"}).data;
+  std::memcpy(factor.data() + 3 * sizeof(float), &inf, sizeof inf);
+  opt.load_state_dict(state);
+  std::vector<std::vector<float>> params{std::vector<float>(3, 1.0f), std::vector<float>(8, 1.0f)};
+  std::vector<std::vector<float>> grads{std::vector<float>(3, 0.5f), std::vector<float>(8, 0.5f)};
   auto const before = params;
   std::vector<std::span<float>> ps(params.begin(), params.end());
   std::vector<std::span<float const>> gs(grads.begin(), grads.end());

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -249,6 +250,27 @@ TEST_F(FlceCliErrors, TargetsOfTheWrongTypeOrShapeAreOneSentenceAndWriteNothing)
   write_npy(path("y2.npy"), std::vector<std::int64_t>{2, 4}, std::vector<std::int64_t>(8, 1));
   expect_failure(common + path("y2.npy"),
                  "--target " + path("y2.npy") + " has shape (2, 4); FLCE needs a 1-D (BT,) array.");
+}
+
+TEST_F(FlceCliErrors, AnOutputThatCannotBeRenamedIntoPlaceLeavesNoFileBehind) {
+  // The outputs are written as "<path>.partial" and renamed once all are written. --loss-out
+  // names a non-empty directory: writing out_dir.npy.partial succeeds, renaming it over the
+  // directory fails (EISDIR), and every .partial file is removed.
+  fs::create_directories(dir_ / "out_dir.npy" / "inside");
+  std::string err;
+  int const status =
+      run("flce --input " + x_ + " --weight " + w_ + " --target " + path("y.npy") + " --loss-out " +
+              path("out_dir.npy") + " --grad-input-out " + path("out_dx.npy"),
+          err);
+  EXPECT_NE(status, 0);
+  EXPECT_EQ(err, "tessel: cannot rename " + path("out_dir.npy") + ".partial to " +
+                     path("out_dir.npy") + ": Is a directory.\n");
+  auto present = outputs_present();
+  std::sort(present.begin(), present.end());
+  EXPECT_EQ(present, (std::vector<std::string>{"out_dir.npy", "out_loss.npy"}));
+  EXPECT_TRUE(fs::is_directory(dir_ / "out_dir.npy" / "inside"));
+  for (auto const& e : fs::directory_iterator(dir_))
+    EXPECT_NE(e.path().extension(), ".partial") << e.path();
 }
 
 TEST_F(FlceCliErrors, BadValuesAndOptionsAreOneSentenceAndWriteNothing) {

@@ -267,7 +267,9 @@ class DistributedShampoo {
   //      data-parallel all-reduce); then every rank throws the same errors at the same points and
   //      on any error no parameter is changed.
   void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads) {
-    auto failure = local_->prepare_updates(params, grads, local_updates_.data(), true);
+    // No factor bound check up front: each rank checks only its own blocks, and a rank that
+    // stopped before counting the step would disagree with the others on the step count.
+    auto failure = local_->prepare_updates(params, grads, local_updates_.data(), true, false);
     // The header: this rank's first failure as kind * blocks + block (accumulation failures before
     // updates that the communication dtype cannot hold, as one process meets them), or none.
     auto const nb = static_cast<std::int64_t>(plan_.num_blocks());

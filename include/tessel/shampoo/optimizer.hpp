@@ -9,8 +9,10 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -103,6 +105,28 @@ inline std::string block_name(index_t param, index_t block) {
   return tessel::detail::sentence("parameter ", param, ", block ", block);
 }
 
+// The shortest text that reads back as x in its own type (0.99 for the float 0.99f).
+template <class T>
+std::string shortest_text(T x) {
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, x);
+  return ec == std::errc{} ? std::string(buffer, end) : std::string("?");
+}
+
+// The largest finite value of a factor dtype (bf16: (2 - 2^-7) 2^127).
+inline double largest_finite(DType d) {
+  switch (d) {
+    case DType::bf16:
+      return 3.3895313892515355e38;
+    case DType::f16:
+      return 65504.0;
+    case DType::f32:
+      return static_cast<double>(std::numeric_limits<float>::max());
+    default:
+      return std::numeric_limits<double>::max();
+  }
+}
+
 }  // namespace detail
 
 template <class T>
@@ -135,12 +159,13 @@ class Shampoo {
 
   // One optimization step: params[i] holds parameter i of the plan (contiguous, row-major, in its
   // planned shape) and is updated in place; grads[i] is its gradient.
-  // Everything is validated before anything is written (counts, sizes, finite gradients). A NaN or
-  // Inf in a factor matrix or an inverse root, or more failed inverse-root computations in a row
-  // than tolerated, throws tessel::Error naming the parameter and block after the factors of this
-  // step were accumulated but before any parameter is changed.
+  // Everything is validated before anything is written (counts, sizes, finite gradients, and
+  // gradients that would overflow a factor matrix: see check_factor_bounds). A NaN or Inf in a
+  // factor matrix (a loaded state) or an inverse root, or more failed inverse-root computations in
+  // a row than tolerated, throws tessel::Error naming the parameter and block after the factors of
+  // this step were accumulated but before any parameter is changed.
   void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads) {
-    if (auto failure = prepare_updates(params, grads, nullptr, false))
+    if (auto failure = prepare_updates(params, grads, nullptr, false, true))
       tessel::detail::throw_error(failure->message);
   }
   void step(std::vector<std::span<T>> const& params, std::vector<std::span<T const>> const& grads) {
@@ -159,7 +184,7 @@ class Shampoo {
       tessel::detail::throw_error(tessel::detail::sentence(
           "compute_updates needs room for ", update_numel(), " update values (one per element of ",
           plan_.num_blocks(), " blocks), got ", updates.size(), "."));
-    if (auto failure = prepare_updates(params, grads, updates.data(), false))
+    if (auto failure = prepare_updates(params, grads, updates.data(), false, true))
       tessel::detail::throw_error(failure->message);
   }
   void compute_updates(std::vector<std::span<T>> const& params,
@@ -285,13 +310,18 @@ class Shampoo {
   // the first failure in plan order, or else updates every block: into the parameters when
   // `updates` is null, else into updates (at update_offset). With stage_momentum the new momentum
   // goes to a staging buffer that commit_momentum() makes current, so a distributed step can drop
-  // it when another rank's block failed, as step() never gets to update momentum then.
+  // it when another rank's block failed, as step() never gets to update momentum then. With
+  // check_bounds a gradient that would overflow a factor is a failure returned before anything
+  // changes (step count included); a distributed step passes false, as its ranks would then
+  // disagree on the step count (each checks only the blocks it owns).
   std::optional<BlockFailure> prepare_updates(std::span<std::span<T> const> params,
                                               std::span<std::span<T const> const> grads, T* updates,
-                                              bool stage_momentum) {
+                                              bool stage_momentum, bool check_bounds) {
     check_step_arguments(params, grads);
+    if (check_bounds)
+      if (auto failure = check_factor_bounds(params, grads)) return failure;
     ++step_;
-    StepScalars const s = step_scalars();
+    StepScalars const s = step_scalars(step_);
     for (auto& g : groups_) accumulate_group(g, params, grads, s);
     for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
       auto const& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
@@ -426,7 +456,8 @@ class Shampoo {
     }
   }
 
-  StepScalars step_scalars() const {
+  // The scalars of step number `step_number` (step_ once it is counted).
+  StepScalars step_scalars(index_t step_number) const {
     Options const& o = options_;
     StepScalars s;
     bool const l2 = o.weight_decay_type == WeightDecayType::l2;
@@ -434,15 +465,16 @@ class Shampoo {
     s.decoupled = l2 ? T(0) : T(o.weight_decay);
     s.beta1 = T(o.beta1);
     s.beta3 = T(resolved_beta3(o));
-    auto const step = static_cast<double>(step_);
+    auto const step = static_cast<double>(step_number);
     if (o.use_bias_correction && o.beta1 != 0.0)
       s.inv_bias1 = T(1.0 / (1.0 - resolved_beta3(o) * std::pow(o.beta1, step - 1.0)));
     s.beta2 = T(o.beta2);
     s.weight = o.beta2 == 1.0 ? T(1) : T(1.0 - o.beta2);
     if (o.use_bias_correction && o.beta2 < 1.0) s.bias_correction2 = 1.0 - std::pow(o.beta2, step);
     index_t const start = resolved_start_step(o);
-    s.amortized = (step_ % o.precondition_frequency == 0 && step_ > start) || step_ == start;
-    s.grafting_only = step_ < start && o.grafting.type != GraftingType::none;
+    s.amortized = (step_number % o.precondition_frequency == 0 && step_number > start) ||
+                  step_number == start;
+    s.grafting_only = step_number < start && o.grafting.type != GraftingType::none;
     switch (o.grafting.type) {
       case GraftingType::adagrad:
         s.graft_beta2 = T(1);
@@ -462,6 +494,96 @@ class Shampoo {
     }
     s.graft_eps = T(o.grafting.epsilon);
     return s;
+  }
+
+  // Before phase 1 of the coming step: the first block in plan order whose factors the step could
+  // overflow, or none. Nothing is written but the gradient scratch. Entry (i, j) of factor k
+  // becomes beta2 F_ij + w sum g_i. g_j. (a sum over the elements of the other modes), and by
+  // Cauchy-Schwarz |sum g_i. g_j.| <= sqrt(r_i r_j) <= max_i r_i with r_i = sum g_i.^2 (the
+  // diagonal of G G^T), so |new F_ij| <= beta2 max|F| + w max_i r_i =: bound. The factor
+  // 1 + (m + 4) eps covers the rounding in T of those sums of m + 1 terms (m = numel / d); the
+  // result must fit T and the stored dtype. On amortized steps the root is computed from
+  // F / bias_correction2, so bound / bias_correction2 must fit T too. A factor that already holds
+  // NaN or Inf (only a loaded state can), or a NaN bound (a NaN parameter under L2 weight decay),
+  // is left to the check in amortize_block.
+  std::optional<BlockFailure> check_factor_bounds(std::span<std::span<T> const> params,
+                                                  std::span<std::span<T const> const> grads) {
+    StepScalars const s = step_scalars(step_ + 1);
+    std::vector<std::string> errors(plan_.num_blocks());
+    for (auto& g : groups_) {
+      if (g.dims.empty() || g.numel == 0) continue;
+      g.grad.resize(static_cast<std::size_t>(g.count * g.numel));
+      detail::parallel_for(g.count, [&](index_t slot) {
+        auto const b = static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(slot)]);
+        try {
+          errors[b] = block_bound_error(g, slot, params, grads, s);
+        } catch (std::exception const& e) {
+          errors[b] = e.what();
+        }
+      });
+    }
+    for (std::size_t b = 0; b < errors.size(); ++b)
+      if (!errors[b].empty()) return BlockFailure{b, std::move(errors[b])};
+    return std::nullopt;
+  }
+
+  // check_factor_bounds for one block: its sentence, or empty.
+  std::string block_bound_error(Group& g, index_t slot, std::span<std::span<T> const> params,
+                                std::span<std::span<T const> const> grads,
+                                StepScalars const& s) const {
+    HostContext const ctx;
+    auto const sl = static_cast<std::size_t>(slot);
+    BlockPlan const& bp = plan_.blocks[static_cast<std::size_t>(g.blocks[sl])];
+    auto const p = static_cast<std::size_t>(bp.param);
+    T* grad = g.grad.data() + slot * g.numel;
+    gather_gradient(ctx, g.geometry[sl], grads[p].data(), params[p].data(), s.l2, grad);
+    double const largest_t = static_cast<double>(std::numeric_limits<T>::max());
+    for (std::size_t j = 0; j < g.dims.size(); ++j) {
+      index_t const k = g.dims[j];
+      index_t const d = g.shape[k];
+      index_t P = 1, S = 1;
+      detail::split_around(g.shape, k, P, S);
+      std::vector<double> r(static_cast<std::size_t>(d), 0.0);
+      for (index_t q = 0; q < P; ++q)
+        for (index_t i = 0; i < d; ++i)
+          for (index_t t = 0; t < S; ++t) {
+            double const v = static_cast<double>(grad[(q * d + i) * S + t]);
+            r[static_cast<std::size_t>(i)] += v * v;
+          }
+      double const largest_r = *std::max_element(r.begin(), r.end());
+      QuantizedTensor const& f = g.factors[j];
+      double largest_f = 0.0;
+      for (index_t e = 0; e < d * d; ++e)
+        largest_f = std::max(
+            largest_f, std::abs(detail::load_element(f.dtype(), f.bytes().data(),
+                                                     static_cast<std::size_t>(slot * d * d + e))));
+      if (!std::isfinite(largest_f)) continue;
+      double const beta2 = static_cast<double>(s.beta2);
+      double const weight = static_cast<double>(s.weight);
+      double const bound = beta2 * largest_f + weight * largest_r;
+      if (std::isnan(bound)) continue;  // a NaN parameter under L2 decay: left to amortize_block
+      double const rounding =
+          1.0 + (static_cast<double>(P * S) + 4.0) * std::numeric_limits<T>::epsilon();
+      double const largest_stored = detail::largest_finite(f.dtype());
+      bool const stored_is_narrower = largest_stored < largest_t;
+      double const limit = stored_is_narrower ? largest_stored : largest_t;
+      DType const limiting = stored_is_narrower ? f.dtype() : dtype_of_v<T>;
+      auto const failure = [&](double reach, DType dtype, double largest, char const* how) {
+        return detail::sentence("factor matrix ", j, " of ", detail::block_name(bp.param, bp.index),
+                                " would overflow at step ", step_ + 1, ": ", how, reach, " (",
+                                detail::shortest_text(s.beta2), " times its largest magnitude ",
+                                largest_f, " plus ", detail::shortest_text(s.weight),
+                                " times the gradient's largest squared norm along mode ", k, ", ",
+                                largest_r, "), more than ", dtype_name(dtype), " holds (", largest,
+                                "); nothing was changed.");
+      };
+      if (!(bound * rounding <= limit))
+        return failure(bound, limiting, limit, "its entries could reach ");
+      if (s.amortized && !(bound * rounding / s.bias_correction2 <= largest_t))
+        return failure(bound / s.bias_correction2, dtype_of_v<T>, largest_t,
+                       "divided by the bias correction, its entries could reach ");
+    }
+    return {};
   }
 
   // Phase 1 for every block of the group: gather the gradient, update factors, grafting state and
