@@ -12,6 +12,8 @@
 #include <tessel/flce/forward.hpp>
 #include <tessel/tensor/host_tensor.hpp>
 
+#include "support/error_of.hpp"
+
 #if defined(__SANITIZE_ADDRESS__)
 #define TESSEL_TEST_ASAN 1
 #elif defined(__has_feature)
@@ -27,15 +29,7 @@ namespace {
 
 using namespace tessel;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 // Under ASan a refused allocation aborts the program unless allocator_may_return_null=1.
 bool allocator_may_return_null() {

@@ -19,6 +19,8 @@
 
 #include <tessel/core/error.hpp>
 
+#include "support/error_of.hpp"
+
 namespace tessel::test_support {
 
 class TempDir {
@@ -102,15 +104,6 @@ std::string be(std::initializer_list<T> values) {
   return out;
 }
 
-// The message of the tessel::Error that f throws, or a marker when it throws nothing.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "<no tessel::Error thrown>";
-}
+using tessel::test::error_of;
 
 }  // namespace tessel::test_support

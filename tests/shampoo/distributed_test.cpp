@@ -249,7 +249,7 @@ TEST(DistributedShampooErrors, AFailedBlockFailsTheStepAsInShampoo) {
   auto params = initial_params<float>();
   auto ref_params = params;
   std::string expected = error_of([&] { run_steps<float>(reference, ref_params, 0, 1); });
-  EXPECT_NE(expected, "<no tessel::Error thrown>");
+  EXPECT_NE(expected, "no error");
   EXPECT_EQ(error_of([&] { run_steps<float>(opt, params, 0, 1); }), expected);
   EXPECT_TRUE(same_bits(params, initial_params<float>()));
   EXPECT_EQ(opt.state_dict(), reference.state_dict());

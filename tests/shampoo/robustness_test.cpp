@@ -14,20 +14,14 @@
 
 #include <tessel/shampoo/optimizer.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
 using namespace tessel::shampoo;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 // A 1-D, a 2-D and a 3-D parameter, blocked at 4: full-matrix and Kronecker-factored blocks.
 Plan mixed_plan() {
