@@ -60,7 +60,7 @@ std::filesystem::path matrix(TempDir const& dir, std::string const& name, std::v
   return dir / name;
 }
 
-TEST(ShampooCliErrors, InverseRootRejectsNonFloatNonFiniteAndNonSymmetricMatrices) {
+TEST(ShampooCliErrors, InverseRootRejectsNonFloatNonFiniteNonSymmetricAndSingularMatrices) {
   REQUIRE_TESSEL_CLI();
   TempDir dir;
   auto const out = dir / "B.npy";
@@ -77,6 +77,11 @@ TEST(ShampooCliErrors, InverseRootRejectsNonFloatNonFiniteAndNonSymmetricMatrice
   auto const skew = matrix<float>(dir, "S.npy", {1, 2, 3, 1}, 2);
   EXPECT_EQ(failure_of(dir, args(skew), out),
             "tessel: " + skew.string() + " is not symmetric: (0, 1) differs from (1, 0).\n");
+  // Finite and symmetric, but singular: with the default epsilon 0 its inverse root is Inf.
+  auto const singular = matrix<float>(dir, "Z.npy", {0, 0, 0, 4}, 2);
+  EXPECT_EQ(failure_of(dir, args(singular), out),
+            "tessel: the inverse root of " + singular.string() +
+                " failed: the inverse root has NaN or Inf values.\n");
   auto const good = matrix<float>(dir, "G.npy", {1, 0, 0, 4}, 2);
   EXPECT_EQ(failure_of(dir, args(good, " --method newton"), out),
             "tessel: --method must be eigen or coupled-newton, got \"newton\".\n");

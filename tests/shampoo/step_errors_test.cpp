@@ -11,20 +11,14 @@
 
 #include <tessel/shampoo/optimizer.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
 using namespace tessel::shampoo;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tessel::test::error_of;
 
 std::string invalid(void (*change)(Options&)) {
   Options o;
@@ -260,6 +254,33 @@ TEST(ShampooStepErrors, NonFiniteFactorNamesParameterAndBlock) {
   EXPECT_EQ(error_of([&] { opt.step(ps, gs); }),
             "factor matrix 0 of parameter 1, block 1 has NaN or Inf values at step 1.");
   EXPECT_EQ(params, before);
+}
+
+TEST(ShampooStepErrors, AnInverseRootThatOverflowsNamesParameterAndBlock) {
+  // epsilon 1e-300 is valid (> 0) but 0 in float, so a zero factor (zero gradients) keeps the
+  // eigenvalue 0 and its inverse root is Inf: the factor is finite, the root is not. Found after
+  // the factors were accumulated; the parameters are untouched.
+  Options o;
+  o.epsilon = 1e-300;
+  auto plan = make_plan(PlanOptions<index_t, index_t>{4, 1, 1, DType::f32},
+                        std::vector<std::vector<index_t>>{{3}});
+  Shampoo<float> opt(plan, o);
+  std::vector<std::vector<float>> params{{1.0f, -2.0f, 3.0f}};
+  std::vector<std::vector<float>> grads{{0.0f, 0.0f, 0.0f}};
+  auto const before = params;
+  std::vector<std::span<float>> ps(params.begin(), params.end());
+  std::vector<std::span<float const>> gs(grads.begin(), grads.end());
+  EXPECT_EQ(error_of([&] { opt.step(ps, gs); }),
+            "the inverse root of factor matrix 0 of parameter 0, block 0 has NaN or Inf values at "
+            "step 1.");
+  EXPECT_EQ(params, before);
+  // In double the same epsilon is representable: the root is finite and the step goes through.
+  Shampoo<double> opt64(plan, o);
+  std::vector<std::vector<double>> p64{{1.0, -2.0, 3.0}};
+  std::vector<std::vector<double>> g64{{0.0, 0.0, 0.0}};
+  std::vector<std::span<double>> ps64(p64.begin(), p64.end());
+  std::vector<std::span<double const>> gs64(g64.begin(), g64.end());
+  EXPECT_EQ(error_of([&] { opt64.step(ps64, gs64); }), "no error");
 }
 
 TEST(ShampooStepErrors, FailedRootsKeepThePreviousOnesUntilTheToleranceIsExceeded) {

@@ -132,7 +132,10 @@ class DeviceShampoo {
   index_t step_count() const noexcept { return step_; }
 
   // params[i] and grads[i] point to parameter i and its gradient in device memory (contiguous,
-  // row-major, the planned shape). Same semantics and errors as Shampoo<float>::step.
+  // row-major, the planned shape). Same semantics and errors as Shampoo<float>::step, except that
+  // a finite gradient that would overflow a factor is not refused up front (no device bound
+  // check yet): it is reported by the NaN/Inf factor check after the factors were accumulated,
+  // before any parameter changes.
   void step(std::vector<float*> const& params, std::vector<float const*> const& grads) {
     if (auto failure = prepare_updates(params, grads, nullptr, false))
       tessel::detail::throw_error(failure->second);
