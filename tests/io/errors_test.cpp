@@ -4,9 +4,13 @@
 // untouched and no temporary file is left (readers: that no array is returned).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -70,6 +74,52 @@ TEST(IoErrors, AMissingParentDirectoryNamesTheTemporaryFile) {
   EXPECT_EQ(e.substr(0, prefix.size()), prefix) << e;
   EXPECT_EQ(e.substr(e.size() - 28), ": No such file or directory.") << e;
   EXPECT_TRUE(dir.entries().empty());
+}
+
+// The first `taken` temporary names a writer seeded with `seed` tries for `target`, created.
+std::vector<std::string> take_temporary_names(std::filesystem::path const& target,
+                                              std::uint64_t seed, int taken) {
+  std::mt19937_64 names(seed);
+  std::vector<std::string> out;
+  for (int i = 0; i < taken; ++i) {
+    char suffix[24];
+    std::snprintf(suffix, sizeof suffix, ".tmp-%016llx", static_cast<unsigned long long>(names()));
+    auto p = target;
+    p += suffix;
+    std::ofstream(p) << "taken";
+    out.push_back(p.filename().string());
+  }
+  std::ranges::sort(out);
+  return out;
+}
+
+TEST(IoErrors, WhenEveryTemporaryNameIsTakenTheWriterGivesUpAndTouchesNothing) {
+  TempDir dir;
+  auto const target = dir / "x.npy";
+  std::uint64_t const seed = 20261121;
+  auto const taken = take_temporary_names(target, seed, 100);
+  EXPECT_EQ(error_of([&] { detail::io::AtomicFileWriter writer(target, seed); }),
+            detail::sentence("cannot write ", target.string(),
+                             ": every temporary file name tried already exists."));
+  EXPECT_EQ(dir.entries(), taken);  // no destination, no new file
+  for (auto const& name : taken) {
+    std::ifstream in(dir / name);
+    std::string text;
+    in >> text;
+    EXPECT_EQ(text, "taken") << name;
+  }
+}
+
+TEST(IoErrors, ATakenTemporaryNameIsSkippedNotTruncated) {
+  TempDir dir;
+  auto const target = dir / "x.npy";
+  std::uint64_t const seed = 7;
+  auto const taken = take_temporary_names(target, seed, 99);  // the 100th name is free
+  {
+    detail::io::AtomicFileWriter writer(target, seed);
+    EXPECT_EQ(dir.entries().size(), 100u);
+  }  // never committed: its temporary is removed
+  EXPECT_EQ(dir.entries(), taken);
 }
 
 TEST(IoErrors, AFailedRenameLeavesTheDestinationAndNoTemporaryFile) {

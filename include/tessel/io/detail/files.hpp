@@ -89,11 +89,15 @@ class FileSource {
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::filesystem::path destination)
+      : AtomicFileWriter(std::move(destination), std::random_device{}()) {}
+
+  // Temporary names drawn from a generator seeded with name_seed (a test can then predict them).
+  AtomicFileWriter(std::filesystem::path destination, std::uint64_t name_seed)
       : destination_(std::move(destination)) {
     if (!destination_.has_filename()) {
       throw_error(sentence("cannot write ", destination_.string(), ": it names a directory."));
     }
-    std::mt19937_64 random(std::random_device{}());
+    std::mt19937_64 random(name_seed);
     for (int attempt = 0; attempt < 100 && file_ == nullptr; ++attempt) {
       char suffix[24];
       std::snprintf(suffix, sizeof suffix, ".tmp-%016llx",
