@@ -129,6 +129,35 @@ TEST(DistributedShampooMpi, EachRankKeepsStateForItsOwnBlocksOnly) {
   EXPECT_EQ(total, static_cast<double>(opt.plan().num_blocks()));
 }
 
+TEST(DistributedShampooMpi, AGradientThatWouldOverflowAFactorIsRefusedOnEveryRank) {
+  // The block belongs to one rank; every rank throws its sentence and nothing changes anywhere.
+  dist::MpiCommunicator world;
+  Shampoo<float> reference(plan_for(1), Options{});
+  DistributedShampoo<float> opt(world, plan_for(world.size()), Options{});
+  auto params = initial_params<float>();
+  auto ref_params = params;
+  run_steps<float>(reference, ref_params, 0, 1);
+  run_steps<float>(opt, params, 0, 1);
+  auto grads = values<float>(1, 1.0);
+  grads[3][5] = 1e20f;
+  auto step = [&](auto& o, auto& p) {
+    std::vector<std::span<float>> ps(p.begin(), p.end());
+    std::vector<std::span<float const>> gs(grads.begin(), grads.end());
+    o.step(ps, gs);
+  };
+  std::string const expected = error_of([&] { step(reference, ref_params); });
+  EXPECT_NE(expected, "no error");
+  auto const before = opt.state_dict();
+  auto const params_before = params;
+  EXPECT_EQ(error_of([&] { step(opt, params); }), expected);
+  EXPECT_TRUE(same_bits(params, params_before));
+  EXPECT_EQ(opt.state_dict(), before);
+  // The next (finite, small) step goes on as on one process.
+  run_steps<float>(reference, ref_params, 1, 2);
+  run_steps<float>(opt, params, 1, 2);
+  EXPECT_TRUE(same_bits(params, ref_params));
+}
+
 TEST(DistributedShampooMpi, AFailureOnOneRankFailsTheStepOnEveryRank) {
   dist::MpiCommunicator world;
   Options o;

@@ -255,6 +255,32 @@ TEST(DistributedShampooErrors, AFailedBlockFailsTheStepAsInShampoo) {
   EXPECT_EQ(opt.state_dict(), reference.state_dict());
 }
 
+TEST(DistributedShampooErrors, AGradientThatWouldOverflowAFactorChangesNothing) {
+  // As Shampoo<T>::step: refused before anything is written, step count and state included.
+  dist::SingleProcessCommunicator world;
+  DistributedShampoo<float> opt(world, plan_for(1), Options{});
+  Shampoo<float> reference(plan_for(1), Options{});
+  auto params = initial_params<float>();
+  auto ref_params = params;
+  run_steps<float>(opt, params, 0, 2);
+  run_steps<float>(reference, ref_params, 0, 2);
+  auto grads = values<float>(2, 1.0);
+  grads[2][10] = 1e20f;  // parameter 2 (9 x 7): its square would overflow f32
+  auto const before = opt.state_dict();
+  auto const params_before = params;
+  auto step = [&](auto& o, auto& p) {
+    std::vector<std::span<float>> ps(p.begin(), p.end());
+    std::vector<std::span<float const>> gs(grads.begin(), grads.end());
+    o.step(ps, gs);
+  };
+  std::string const expected = error_of([&] { step(reference, ref_params); });
+  EXPECT_NE(expected.find("would overflow at step 3"), std::string::npos) << expected;
+  EXPECT_EQ(error_of([&] { step(opt, params); }), expected);
+  EXPECT_TRUE(same_bits(params, params_before));
+  EXPECT_EQ(opt.state_dict(), before);
+  EXPECT_EQ(opt.state_dict(), reference.state_dict());
+}
+
 // ---- checkpoints ----
 
 template <class F>

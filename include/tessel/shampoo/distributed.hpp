@@ -267,8 +267,22 @@ class DistributedShampoo {
   //      data-parallel all-reduce); then every rank throws the same errors at the same points and
   //      on any error no parameter is changed.
   void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads) {
-    // No factor bound check up front: each rank checks only its own blocks, and a rank that
-    // stopped before counting the step would disagree with the others on the step count.
+    // A gradient that would overflow a factor is refused before anything changes, as Shampoo
+    // refuses it: each rank bounds its own blocks, and one all-gather of 8 bytes per rank makes
+    // every rank throw the first failure in plan order (so no rank counts the step alone).
+    local_->check_step_arguments(params, grads);
+    {
+      std::int64_t code = std::numeric_limits<std::int64_t>::max();
+      std::string message;
+      if (auto bound = local_->check_factor_bounds(params, grads)) {
+        code = static_cast<std::int64_t>(owned_[bound->block]);
+        message = std::move(bound->message);
+      }
+      std::vector<std::int64_t> codes(static_cast<std::size_t>(group_->size()));
+      group_->all_gather(std::as_bytes(std::span(&code, 1)),
+                         std::as_writable_bytes(std::span(codes)));
+      throw_first_failure(*std::min_element(codes.begin(), codes.end()), std::move(message));
+    }
     auto failure = local_->prepare_updates(params, grads, local_updates_.data(), true, false);
     // The header: this rank's first failure as kind * blocks + block (accumulation failures before
     // updates that the communication dtype cannot hold, as one process meets them), or none.
@@ -305,14 +319,7 @@ class DistributedShampoo {
       std::memcpy(&c, recv_.data() + offsets_[r], sizeof c);
       first = std::min(first, c);
     }
-    if (first != std::numeric_limits<std::int64_t>::max()) {
-      int const owner = static_cast<int>(plan_.blocks[static_cast<std::size_t>(first % nb)].rank);
-      std::uint64_t length = message.size();
-      group_->broadcast(std::as_writable_bytes(std::span(&length, 1)), owner);
-      message.resize(static_cast<std::size_t>(length));
-      group_->broadcast(std::as_writable_bytes(std::span(message.data(), message.size())), owner);
-      tessel::detail::throw_error(message);
-    }
+    throw_first_failure(first, std::move(message));
     local_->commit_momentum();
     for (std::size_t r = 0; r < counts_.size(); ++r)
       detail::unpack_values(
@@ -334,6 +341,20 @@ class DistributedShampoo {
   StateDict state_dict() const { return local_->state_dict(); }
 
  private:
+  // first: the smallest failure code of every rank (kind * blocks + block), or none (int64 max).
+  // On a failure its block's owner broadcasts its message and every rank throws it; message is
+  // this rank's own (used when it is the owner).
+  void throw_first_failure(std::int64_t first, std::string message) {
+    if (first == std::numeric_limits<std::int64_t>::max()) return;
+    auto const nb = static_cast<std::int64_t>(plan_.num_blocks());
+    int const owner = static_cast<int>(plan_.blocks[static_cast<std::size_t>(first % nb)].rank);
+    std::uint64_t length = message.size();
+    group_->broadcast(std::as_writable_bytes(std::span(&length, 1)), owner);
+    message.resize(static_cast<std::size_t>(length));
+    group_->broadcast(std::as_writable_bytes(std::span(message.data(), message.size())), owner);
+    tessel::detail::throw_error(message);
+  }
+
   template <class U>
   friend void save_checkpoint(DistributedShampoo<U> const&, std::filesystem::path const&);
   template <class U>
