@@ -98,6 +98,10 @@ TEST(Mpi, ByteCountsAboveIntMaxAreRefusedBeforeAnyCall) {
   EXPECT_EQ(error_of([&] { (void)dist::detail::mpi_count(too_many, "a broadcast"); }),
             "a broadcast of 2147483648 bytes exceeds MPI's limit of 2147483647 bytes per call.");
   EXPECT_EQ(dist::detail::mpi_count(static_cast<std::size_t>(INT_MAX), "a broadcast"), INT_MAX);
+  // Typed calls count elements, and say so.
+  EXPECT_EQ(error_of([&] { (void)dist::detail::mpi_count(too_many, "an all-reduce", "elements"); }),
+            "an all-reduce of 2147483648 elements exceeds MPI's limit of 2147483647 elements per "
+            "call.");
 }
 
 }  // namespace

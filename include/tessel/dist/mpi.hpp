@@ -22,12 +22,14 @@ inline void check_mpi(int code, char const* call) {
       call, " failed: ", std::string(text, static_cast<std::size_t>(length)), "."));
 }
 
-// MPI counts are int; larger buffers go in pieces elsewhere, so refuse them clearly here.
-inline int mpi_count(std::size_t bytes, char const* what) {
-  if (bytes > static_cast<std::size_t>(INT_MAX))
-    tessel::detail::throw_error(tessel::detail::sentence(
-        what, " of ", bytes, " bytes exceeds MPI's limit of ", INT_MAX, " bytes per call."));
-  return static_cast<int>(bytes);
+// MPI counts are int; larger buffers go in pieces elsewhere, so refuse them clearly here. unit:
+// what the count counts ("bytes", or "elements" for typed calls such as all-reduce).
+inline int mpi_count(std::size_t count, char const* what, char const* unit = "bytes") {
+  if (count > static_cast<std::size_t>(INT_MAX))
+    tessel::detail::throw_error(tessel::detail::sentence(what, " of ", count, " ", unit,
+                                                         " exceeds MPI's limit of ", INT_MAX, " ",
+                                                         unit, " per call."));
+  return static_cast<int>(count);
 }
 }  // namespace detail
 
@@ -105,16 +107,16 @@ class MpiCommunicator final : public Communicator {
   }
 
   void all_reduce_sum(std::span<float> data) override {
-    detail::check_mpi(
-        MPI_Allreduce(MPI_IN_PLACE, data.data(), detail::mpi_count(data.size(), "an all-reduce"),
-                      MPI_FLOAT, MPI_SUM, comm_),
-        "MPI_Allreduce");
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, data.data(),
+                                    detail::mpi_count(data.size(), "an all-reduce", "elements"),
+                                    MPI_FLOAT, MPI_SUM, comm_),
+                      "MPI_Allreduce");
   }
   void all_reduce_sum(std::span<double> data) override {
-    detail::check_mpi(
-        MPI_Allreduce(MPI_IN_PLACE, data.data(), detail::mpi_count(data.size(), "an all-reduce"),
-                      MPI_DOUBLE, MPI_SUM, comm_),
-        "MPI_Allreduce");
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, data.data(),
+                                    detail::mpi_count(data.size(), "an all-reduce", "elements"),
+                                    MPI_DOUBLE, MPI_SUM, comm_),
+                      "MPI_Allreduce");
   }
 
   void barrier() override { detail::check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
