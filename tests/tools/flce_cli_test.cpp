@@ -273,6 +273,55 @@ TEST_F(FlceCliErrors, AnOutputThatCannotBeRenamedIntoPlaceLeavesNoFileBehind) {
     EXPECT_NE(e.path().extension(), ".partial") << e.path();
 }
 
+TEST_F(FlceCliErrors, ALaterRenameFailureRestoresTheOutputsRenamedBeforeIt) {
+  // --loss-out is renamed into place first, over an existing file; then --grad-input-out fails
+  // (a non-empty directory). The loss file must hold its old bytes again, and no .partial or
+  // .previous file may remain.
+  {
+    std::ofstream old(dir_ / "kept_loss.npy", std::ios::binary);
+    old << "old bytes";
+  }
+  fs::create_directories(dir_ / "dx_dir.npy" / "inside");
+  std::string err;
+  int const status =
+      run("flce --input " + x_ + " --weight " + w_ + " --target " + path("y.npy") + " --loss-out " +
+              path("kept_loss.npy") + " --grad-input-out " + path("dx_dir.npy"),
+          err);
+  EXPECT_NE(status, 0);
+  EXPECT_EQ(err, "tessel: cannot rename " + path("dx_dir.npy") + ".partial to " +
+                     path("dx_dir.npy") + ": Is a directory.\n");
+  std::ifstream in(dir_ / "kept_loss.npy", std::ios::binary);
+  std::string const text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "old bytes");
+  EXPECT_TRUE(fs::is_directory(dir_ / "dx_dir.npy" / "inside"));
+  for (auto const& e : fs::directory_iterator(dir_)) {
+    EXPECT_NE(e.path().extension(), ".partial") << e.path();
+    EXPECT_NE(e.path().extension(), ".previous") << e.path();
+  }
+}
+
+TEST_F(FlceCliErrors, AnExistingOutputThatCannotBeMovedAsideIsLeftAsItWas) {
+  // "<path>.previous" is a non-empty directory, so the old output cannot be moved aside.
+  {
+    std::ofstream old(dir_ / "kept_loss.npy", std::ios::binary);
+    old << "old bytes";
+  }
+  fs::create_directories(dir_ / "kept_loss.npy.previous" / "inside");
+  std::string err;
+  int const status = run("flce --input " + x_ + " --weight " + w_ + " --target " + path("y.npy") +
+                             " --loss-out " + path("kept_loss.npy"),
+                         err);
+  EXPECT_NE(status, 0);
+  EXPECT_EQ(err, "tessel: cannot move " + path("kept_loss.npy") + " aside to " +
+                     path("kept_loss.npy") + ".previous: Is a directory.\n");
+  std::ifstream in(dir_ / "kept_loss.npy", std::ios::binary);
+  std::string const text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "old bytes");
+  EXPECT_TRUE(fs::is_directory(dir_ / "kept_loss.npy.previous" / "inside"));
+  for (auto const& e : fs::directory_iterator(dir_))
+    EXPECT_NE(e.path().extension(), ".partial") << e.path();
+}
+
 TEST_F(FlceCliErrors, BadValuesAndOptionsAreOneSentenceAndWriteNothing) {
   std::string const common = "--input " + x_ + " --weight " + w_ + " --target ";
   std::vector<std::int64_t> bad = {0, 1, 6, 2, 3, 4, 5, 0};

@@ -124,7 +124,10 @@ std::vector<T> as_storage(NpyArray const& a) {
 }
 
 // Output files are first written as "<path>.partial" and renamed only once every one has been
-// written, so a failure leaves none behind.
+// written, so a failed write leaves none behind. A file already at an output path is first moved
+// to "<path>.previous"; if a later rename fails, the outputs renamed so far are removed and the
+// previous files put back, so a failed command leaves the outputs as they were (short of a crash
+// between two renames).
 class OutputSet {
  public:
   void add(std::string const& path, DType dtype, std::vector<std::int64_t> shape,
@@ -144,17 +147,40 @@ class OutputSet {
       for (auto const& w : written) std::filesystem::remove(w, ignored);
       throw;
     }
+    std::vector<bool> saved(pending_.size(), false);  // a previous file moved aside
+    auto previous = [&](std::size_t i) {
+      return std::filesystem::path(pending_[i].path + ".previous");
+    };
+    // Undoes outputs [0, done) and the aside-move of output `done` (if any), removes the partials
+    // not yet renamed, and throws the sentence.
+    auto roll_back = [&](std::size_t done, std::string const& message) {
+      std::error_code ignored;
+      for (std::size_t k = done; k < written.size(); ++k)
+        std::filesystem::remove(written[k], ignored);
+      for (std::size_t k = 0; k <= done && k < pending_.size(); ++k) {
+        if (k < done) std::filesystem::remove(pending_[k].path, ignored);
+        if (saved[k]) std::filesystem::rename(previous(k), pending_[k].path, ignored);
+      }
+      throw_error(message);
+    };
     for (std::size_t i = 0; i < pending_.size(); ++i) {
       std::error_code ec;
-      std::filesystem::rename(written[i], pending_[i].path, ec);
-      if (ec) {
-        std::error_code ignored;
-        for (std::size_t k = i; k < written.size(); ++k)
-          std::filesystem::remove(written[k], ignored);
-        throw_error(sentence("cannot rename ", written[i].string(), " to ", pending_[i].path, ": ",
-                             ec.message(), "."));
+      auto const& dest = pending_[i].path;
+      if (std::filesystem::is_regular_file(dest, ec)) {
+        std::filesystem::rename(dest, previous(i), ec);
+        if (ec)
+          roll_back(i, sentence("cannot move ", dest, " aside to ", previous(i).string(), ": ",
+                                ec.message(), "."));
+        saved[i] = true;
       }
+      std::filesystem::rename(written[i], dest, ec);
+      if (ec)
+        roll_back(i, sentence("cannot rename ", written[i].string(), " to ", dest, ": ",
+                              ec.message(), "."));
     }
+    std::error_code ignored;
+    for (std::size_t i = 0; i < pending_.size(); ++i)
+      if (saved[i]) std::filesystem::remove(previous(i), ignored);
   }
 
  private:
