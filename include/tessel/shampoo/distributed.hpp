@@ -283,7 +283,7 @@ class DistributedShampoo {
                          std::as_writable_bytes(std::span(codes)));
       throw_first_failure(*std::min_element(codes.begin(), codes.end()), std::move(message));
     }
-    auto failure = local_->prepare_updates(params, grads, local_updates_.data(), true, false);
+    auto failure = local_->prepare_updates(params, grads, local_updates_.data(), true, true);
     // The header: this rank's first failure as kind * blocks + block (accumulation failures before
     // updates that the communication dtype cannot hold, as one process meets them), or none.
     auto const nb = static_cast<std::int64_t>(plan_.num_blocks());

@@ -165,7 +165,7 @@ class Shampoo {
   // a row than tolerated, throws tessel::Error naming the parameter and block after the factors of
   // this step were accumulated but before any parameter is changed.
   void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads) {
-    if (auto failure = prepare_updates(params, grads, nullptr, false, true))
+    if (auto failure = prepare_updates(params, grads, nullptr, false, false))
       tessel::detail::throw_error(failure->message);
   }
   void step(std::vector<std::span<T>> const& params, std::vector<std::span<T const>> const& grads) {
@@ -184,7 +184,7 @@ class Shampoo {
       tessel::detail::throw_error(tessel::detail::sentence(
           "compute_updates needs room for ", update_numel(), " update values (one per element of ",
           plan_.num_blocks(), " blocks), got ", updates.size(), "."));
-    if (auto failure = prepare_updates(params, grads, updates.data(), false, true))
+    if (auto failure = prepare_updates(params, grads, updates.data(), false, false))
       tessel::detail::throw_error(failure->message);
   }
   void compute_updates(std::vector<std::span<T>> const& params,
@@ -310,16 +310,17 @@ class Shampoo {
   // the first failure in plan order, or else updates every block: into the parameters when
   // `updates` is null, else into updates (at update_offset). With stage_momentum the new momentum
   // goes to a staging buffer that commit_momentum() makes current, so a distributed step can drop
-  // it when another rank's block failed, as step() never gets to update momentum then. With
-  // check_bounds a gradient that would overflow a factor is a failure returned before anything
-  // changes (step count included); a distributed step passes false, as its ranks would then
-  // disagree on the step count (each checks only the blocks it owns).
+  // it when another rank's block failed, as step() never gets to update momentum then. Unless
+  // `checked`, the arguments are checked first and a gradient that would overflow a factor is a
+  // failure returned before anything changes (step count included); a distributed step runs both
+  // checks itself, agreeing across its ranks, and passes true.
   std::optional<BlockFailure> prepare_updates(std::span<std::span<T> const> params,
                                               std::span<std::span<T const> const> grads, T* updates,
-                                              bool stage_momentum, bool check_bounds) {
-    check_step_arguments(params, grads);
-    if (check_bounds)
+                                              bool stage_momentum, bool checked) {
+    if (!checked) {
+      check_step_arguments(params, grads);
       if (auto failure = check_factor_bounds(params, grads)) return failure;
+    }
     ++step_;
     StepScalars const s = step_scalars(step_);
     for (auto& g : groups_) accumulate_group(g, params, grads, s);

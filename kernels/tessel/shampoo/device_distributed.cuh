@@ -60,7 +60,8 @@ class DeviceDistributedShampoo {
   StateDict state_dict() const { return local_->state_dict(); }
 
   // params[i] and grads[i] in device memory, the same on every rank of the group; the same
-  // semantics and errors as DistributedShampoo<float>::step.
+  // semantics and errors as DistributedShampoo<float>::step, except that (as in DeviceShampoo) a
+  // gradient that would overflow a factor is found after the factors were accumulated.
   void step(std::vector<float*> const& params, std::vector<float const*> const& grads) {
     auto failure = local_->prepare_updates(params, grads, local_updates_.data(), true);
     auto const nb = static_cast<std::int64_t>(plan_.num_blocks());
