@@ -191,6 +191,20 @@ std::string failed_step_bitwise(Shampoo<T>& opt, std::vector<std::vector<T>>& pa
   return e;
 }
 
+// After two good steps and refused ones, one more good step leaves opt and params exactly where
+// a twin that took three good steps is.
+template <class T>
+void expect_next_step_matches_a_twin(Shampoo<T>& opt, std::vector<std::vector<T>>& params,
+                                     std::vector<std::vector<T>> const& grads, Plan const& plan,
+                                     Options const& o) {
+  Shampoo<T> twin(plan, o);
+  auto twin_params = filled<T>(plan, param_value<T>);
+  for (int t = 0; t < 3; ++t) run_step(twin, twin_params, grads);
+  run_step(opt, params, grads);
+  EXPECT_EQ(params, twin_params);
+  EXPECT_TRUE(opt.state_dict() == twin.state_dict());
+}
+
 TYPED_TEST(ShampooRobustness, NonFiniteGradientsAfterSomeStepsChangeNothing) {
   using T = TypeParam;
   Options o;
@@ -224,12 +238,7 @@ TYPED_TEST(ShampooRobustness, NonFiniteGradientsAfterSomeStepsChangeNothing) {
       "the gradient of parameter 0 has the value -inf at element 0; gradients must be finite.");
 
   // The optimizer is still usable: the next good step matches a twin that never saw the errors.
-  Shampoo<T> twin(plan, o);
-  auto twin_params = filled<T>(plan, param_value<T>);
-  for (int t = 0; t < 3; ++t) run_step(twin, twin_params, grads);
-  run_step(opt, params, grads);
-  EXPECT_EQ(params, twin_params);
-  EXPECT_TRUE(opt.state_dict() == twin.state_dict());
+  expect_next_step_matches_a_twin(opt, params, grads, plan, o);
 }
 
 TYPED_TEST(ShampooRobustness, FiniteGradientsThatWouldOverflowAFactorChangeNothing) {
@@ -256,12 +265,7 @@ TYPED_TEST(ShampooRobustness, FiniteGradientsThatWouldOverflowAFactorChangeNothi
   EXPECT_NE(e.find("; nothing was changed."), std::string::npos) << e;
 
   // The optimizer is still usable: the next good step matches a twin that never saw the error.
-  Shampoo<T> twin(plan, o);
-  auto twin_params = filled<T>(plan, param_value<T>);
-  for (int t = 0; t < 3; ++t) run_step(twin, twin_params, grads);
-  run_step(opt, params, grads);
-  EXPECT_EQ(params, twin_params);
-  EXPECT_TRUE(opt.state_dict() == twin.state_dict());
+  expect_next_step_matches_a_twin(opt, params, grads, plan, o);
 }
 
 }  // namespace

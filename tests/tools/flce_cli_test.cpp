@@ -72,6 +72,14 @@ class FlceCli : public ::testing::Test {
   }
 
   // Files in the directory other than the inputs and the captured streams.
+  void write_text(std::string const& name, std::string const& text) const {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+  }
+  std::string read_text(std::string const& name) const {
+    std::ifstream in(dir_ / name, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+
   std::vector<std::string> outputs_present() const {
     std::vector<std::string> out;
     for (auto const& e : fs::directory_iterator(dir_)) {
@@ -277,10 +285,7 @@ TEST_F(FlceCliErrors, ALaterRenameFailureRestoresTheOutputsRenamedBeforeIt) {
   // --loss-out is renamed into place first, over an existing file; then --grad-input-out fails
   // (a non-empty directory). The loss file must hold its old bytes again, and no .partial or
   // .previous file may remain.
-  {
-    std::ofstream old(dir_ / "kept_loss.npy", std::ios::binary);
-    old << "old bytes";
-  }
+  write_text("kept_loss.npy", "old bytes");
   fs::create_directories(dir_ / "dx_dir.npy" / "inside");
   std::string err;
   int const status =
@@ -290,9 +295,7 @@ TEST_F(FlceCliErrors, ALaterRenameFailureRestoresTheOutputsRenamedBeforeIt) {
   EXPECT_NE(status, 0);
   EXPECT_EQ(err, "tessel: cannot rename " + path("dx_dir.npy") + ".partial to " +
                      path("dx_dir.npy") + ": Is a directory.\n");
-  std::ifstream in(dir_ / "kept_loss.npy", std::ios::binary);
-  std::string const text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, "old bytes");
+  EXPECT_EQ(read_text("kept_loss.npy"), "old bytes");
   EXPECT_TRUE(fs::is_directory(dir_ / "dx_dir.npy" / "inside"));
   for (auto const& e : fs::directory_iterator(dir_)) {
     EXPECT_NE(e.path().extension(), ".partial") << e.path();
@@ -302,10 +305,7 @@ TEST_F(FlceCliErrors, ALaterRenameFailureRestoresTheOutputsRenamedBeforeIt) {
 
 TEST_F(FlceCliErrors, AnExistingOutputThatCannotBeMovedAsideIsLeftAsItWas) {
   // "<path>.previous" is a non-empty directory, so the old output cannot be moved aside.
-  {
-    std::ofstream old(dir_ / "kept_loss.npy", std::ios::binary);
-    old << "old bytes";
-  }
+  write_text("kept_loss.npy", "old bytes");
   fs::create_directories(dir_ / "kept_loss.npy.previous" / "inside");
   std::string err;
   int const status = run("flce --input " + x_ + " --weight " + w_ + " --target " + path("y.npy") +
@@ -314,9 +314,7 @@ TEST_F(FlceCliErrors, AnExistingOutputThatCannotBeMovedAsideIsLeftAsItWas) {
   EXPECT_NE(status, 0);
   EXPECT_EQ(err, "tessel: cannot move " + path("kept_loss.npy") + " aside to " +
                      path("kept_loss.npy") + ".previous: Is a directory.\n");
-  std::ifstream in(dir_ / "kept_loss.npy", std::ios::binary);
-  std::string const text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, "old bytes");
+  EXPECT_EQ(read_text("kept_loss.npy"), "old bytes");
   EXPECT_TRUE(fs::is_directory(dir_ / "kept_loss.npy.previous" / "inside"));
   for (auto const& e : fs::directory_iterator(dir_))
     EXPECT_NE(e.path().extension(), ".partial") << e.path();
