@@ -12,10 +12,15 @@
 #include <vector>
 
 #include <tessel/exec/cuda.cuh>
+#include <tessel/exec/cuda/dense.hpp>
+#include <tessel/exec/cuda/rows.cuh>
+#include <tessel/exec/dense.hpp>
 #include <tessel/exec/cuda/device_memory.hpp>
 #include <tessel/exec/cuda/stream.hpp>
 #include <tessel/tensor/host_tensor.hpp>
 #include <tessel/tessel.hpp>
+
+#include "exec/row_bodies.hpp"
 
 // A using-directive, as users write it: tessel declares no namespace `cuda`, so CCCL's ::cuda
 // stays unambiguous in nvcc's generated launch stubs.
@@ -267,6 +272,88 @@ TEST(CudaExecutor, AnEmptyMaxThrowsBeforeAnyLaunch) {
                  "cannot take the max over mode 1 of an expression of shape (3,0), which has "
                  "extent 0.");
   }
+}
+
+
+// exec::gemm / exec::syrk on the device against their host twins (exec/dense.hpp): every storage
+// order of A and B (transposed views), a column-major C, a batch sharing B, and bf16 operands
+// accumulated into f32.
+TEST(CudaDense, GemmAndSyrkMatchTheHost) {
+  TESSEL_REQUIRE_GPU();
+  gpu::Stream s;
+  exec::Cuda const x{s.get()};
+  auto ha = random_host(make_shape(index_t{3}, index_t{33}, index_t{20}), 41);
+  auto hb = random_host(make_shape(index_t{1}, index_t{20}, index_t{45}), 42);
+  auto da = to_device(ha, s);
+  auto db = to_device(hb, s);
+  auto want = make_host_tensor<float>(make_shape(index_t{3}, index_t{33}, index_t{45}));
+  exec::gemm(exec::Serial{}, want.view(), ha.view(), hb.view(), {.alpha = 2.0});
+  auto dc = make_device_tensor<float>(make_shape(index_t{3}, index_t{33}, index_t{45}));
+  exec::gemm(x, dc.view(), da.view(), db.view(), {.alpha = 2.0});
+  expect_close(to_host(dc, s), want, 1e-4);
+  // C^T stored column-major: the same values through a transposed view.
+  auto dct = make_device_tensor<float>(make_shape(index_t{3}, index_t{45}, index_t{33}));
+  exec::gemm(x, permute<0, 2, 1>(dct.view()), da.view(), db.view(), {.alpha = 2.0});
+  auto hct = to_host(dct, s);
+  for (index_t q = 0; q < 3; ++q)
+    for (index_t i = 0; i < 33; ++i)
+      for (index_t j = 0; j < 45; ++j)
+        ASSERT_NEAR(hct(q, j, i), want(q, i, j), 1e-4 * (1 + std::abs(want(q, i, j))));
+  // syrk: A A^T, symmetric.
+  auto hs = make_host_tensor<float>(make_shape(index_t{3}, index_t{33}, index_t{33}));
+  exec::syrk(exec::Serial{}, hs.view(), ha.view());
+  auto ds = make_device_tensor<float>(make_shape(index_t{3}, index_t{33}, index_t{33}));
+  exec::syrk(x, ds.view(), da.view());
+  expect_close(to_host(ds, s), hs, 1e-4);
+  // bf16 operands, f32 result: against the host product of the rounded operands.
+  auto ha16 = make_host_tensor<bfloat16>(make_shape(index_t{33}, index_t{20}));
+  auto hb16 = make_host_tensor<bfloat16>(make_shape(index_t{20}, index_t{45}));
+  auto ha32 = make_host_tensor<float>(make_shape(index_t{33}, index_t{20}));
+  auto hb32 = make_host_tensor<float>(make_shape(index_t{20}, index_t{45}));
+  for (index_t i = 0; i < 33 * 20; ++i) ha32[i] = static_cast<float>(ha16[i] = bfloat16(ha[i]));
+  for (index_t i = 0; i < 20 * 45; ++i) hb32[i] = static_cast<float>(hb16[i] = bfloat16(hb[i]));
+  auto want32 = make_host_tensor<float>(make_shape(index_t{33}, index_t{45}));
+  exec::gemm(exec::Serial{}, want32.view(), ha32.view(), hb32.view());
+  auto dc32 = make_device_tensor<float>(make_shape(index_t{33}, index_t{45}));
+  exec::gemm(x, dc32.view(), to_device(ha16, s).view(), to_device(hb16, s).view());
+  expect_close(to_host(dc32, s), want32, 1e-4);
+}
+
+// The device primitives check their operands on the host with the host's sentences, before any
+// CUDA call (fake device pointers are enough).
+TEST(CudaDense, OperandErrorsBeforeAnyCall) {
+  float* fake = reinterpret_cast<float*>(std::uintptr_t{256});
+  auto a = make_device_tensor(fake, make_shape(4, 3));
+  auto b = make_device_tensor(fake + 64, make_shape(5, 2));
+  auto c = make_device_tensor(fake + 128, make_shape(4, 2));
+  try {
+    exec::gemm(exec::Cuda{}, c, a, b);
+    FAIL() << "mismatched shapes must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(),
+                 "gemm cannot multiply A (4,3) by B (5,2) into C (4,2): it needs A (m, k), B (k, "
+                 "n) and C (m, n).");
+  }
+}
+
+
+// exec::for_each_row on the device (a block per row) against the host twin: the same body.
+TEST(CudaRows, ABlockPerRowMatchesTheHostTwin) {
+  TESSEL_REQUIRE_GPU();
+  gpu::Stream s;
+  index_t const rows = 300, n = 1000;
+  auto in = random_host(make_shape(rows, n), 43);
+  auto want = make_host_tensor<float>(make_shape(rows, n));
+  auto want_sums = make_host_tensor<float>(make_shape(rows));
+  exec::for_each_row(exec::Serial{}, rows, n,
+                     test::CenterRows<float>{in.data(), want.data(), want_sums.data(), n});
+  auto din = to_device(in, s);
+  auto dout = make_device_tensor<float>(make_shape(rows, n));
+  auto dsums = make_device_tensor<float>(make_shape(rows));
+  exec::for_each_row<128>(exec::Cuda{s.get()}, rows, n,
+                          test::CenterRows<float>{din.data(), dout.data(), dsums.data(), n});
+  expect_close(to_host(dout, s), want, 1e-4);
+  expect_close(to_host(dsums, s), want_sums, 1e-4);
 }
 
 }  // namespace

@@ -28,7 +28,6 @@ LAYERS = [
     ("dist", "dist: communicators", "dist"),
     ("flce", "flce: fused linear cross-entropy", "flce"),
     ("shampoo", "shampoo: blocking plans and the optimizer", "shampoo"),
-    ("kernels", "CUDA entry points (kernels/, for .cu files)", "kernels"),
 ]
 
 TYPE = re.compile(r"^(?:template <.*> )?(?:class|struct|enum class|enum|concept|using) ([A-Za-z_]\w*)")
@@ -74,10 +73,10 @@ def generated():
     out = [MARKER, ""]
     include = ROOT / "include" / "tessel"
     for folder, title, sub in LAYERS:
-        if sub == "kernels":
-            headers = sorted((ROOT / "kernels" / "tessel").rglob("*.cuh"))
-        elif sub:
-            headers = sorted(p for p in (include / sub).rglob("*.hpp") if "detail" not in p.parts)
+        if sub:
+            # Host headers (.hpp) and the CUDA halves beside them (.cuh, for .cu files).
+            headers = sorted(p for p in (include / sub).rglob("*")
+                             if p.suffix in (".hpp", ".cuh") and "detail" not in p.parts)
         else:
             headers = [include / n for n in ("tessel.hpp", "io.hpp", "shampoo.hpp")]
         headers = [h for h in headers if h.exists()]
@@ -86,7 +85,7 @@ def generated():
         out += [f"## {title}", ""]
         for h in headers:
             text = h.read_text()
-            rel = h.relative_to(ROOT / ("kernels" if sub == "kernels" else "include"))
+            rel = h.relative_to(ROOT / "include")
             out.append(f"### `<{rel.as_posix()}>`")
             out.append("")
             out.append(header_comment(text) or "(no header comment)")

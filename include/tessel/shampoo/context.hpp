@@ -1,6 +1,6 @@
 // Execution contexts of the TESSEL_HOST_DEVICE bodies: a body visits indices first(),
 // first() + stride(), ... below its bound. HostContext visits them all in order on the host; the
-// CUDA kernels pass a grid-stride context (kernels/tessel/shampoo/step_kernels.cuh).
+// CUDA kernels pass a grid-stride context (shampoo/cuda/step_kernels.cuh).
 #pragma once
 
 #include "../core/config.hpp"

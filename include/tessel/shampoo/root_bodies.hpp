@@ -1,7 +1,7 @@
 // The elementwise parts of the inverse-root computations, written once as TESSEL_HOST_DEVICE
 // bodies: the eigenvalue map (Distributed Shampoo's perturbation rule or pseudo-inverse cut-off,
 // then lambda^(-1/root)) and the coupled Newton pieces (M' = a M + (1 - a) I and |M - I|). The
-// host (matrix_functions.hpp) and the CUDA kernels (kernels/tessel/shampoo/) call the same code.
+// host (matrix_functions.hpp) and the CUDA kernels (shampoo/cuda/) call the same code.
 #pragma once
 
 #include <cmath>

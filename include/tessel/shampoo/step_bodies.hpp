@@ -1,6 +1,6 @@
 // The elementwise parts of a Shampoo step, written once as TESSEL_HOST_DEVICE bodies over an
 // execution context: the host calls them with HostContext (one sequential visitor), the CUDA
-// kernels in kernels/tessel/shampoo/step_kernels.cuh with a grid-stride context. Each body works on
+// kernels in shampoo/cuda/step_kernels.cuh with a grid-stride context. Each body works on
 // one block: gathering its gradient out of the parameter, the filtered gradient, the diagonal
 // grafting state and direction, and the final update (weight decay, momentum, learning rate)
 // written back into the parameter.

@@ -13,12 +13,12 @@
 // iterator (see cuda.cuh).
 #pragma once
 
-#include <tessel/exec/block_context.cuh>
+#include <tessel/exec/cuda/block_context.cuh>
 #include <tessel/exec/body/elementwise.hpp>
 #include <tessel/exec/body/nest.hpp>
 #include <tessel/exec/body/row.hpp>
 
-namespace tessel::exec::device {
+namespace tessel::exec::kernels {
 
 // Threads per block of every kernel here (their "default configuration", the one the ptxas spill
 // check compiles).
@@ -76,4 +76,4 @@ __global__ void __launch_bounds__(row_threads)
   nest_softmax_row_body<Log, Flat>(ctx, nest, dst, ev, row, n);
 }
 
-}  // namespace tessel::exec::device
+}  // namespace tessel::exec::kernels

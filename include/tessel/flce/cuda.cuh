@@ -26,7 +26,7 @@
 #include <tessel/flce/types.hpp>
 #include <tessel/flce/validate.hpp>
 
-#include "kernels.cuh"
+#include "cuda/kernels.cuh"
 
 namespace tessel::flce {
 

@@ -38,7 +38,7 @@
 #include <tessel/exec/host.hpp>
 #include <tessel/exec/lower.hpp>
 
-#include "kernels.cuh"
+#include "cuda/kernels.cuh"
 
 namespace tessel::exec::detail::cuda_exec {
 
@@ -139,7 +139,7 @@ inline constexpr int packet_width_v = sizeof(T) >= 16 ? 1
 template <class Of>
 using static_index_t =
     std::conditional_t<fits<std::uint32_t>(2 * Of::value.nest.size(0, Of::value.nest.rank) +
-                                           device::row_threads + device::elementwise_threads),
+                                           kernels::row_threads + kernels::elementwise_threads),
                        std::uint32_t, std::uint64_t>;
 
 // The compile-time indexer of Of's nest when the run-time lowering produced that very nest
@@ -179,12 +179,12 @@ struct RowOpModesOf {
 template <std::size_t K, class Static, class Nest, class D, class Ev>
 void launch_elementwise(Nest const& nest, D const& d, Ev const& ev, index_t total,
                         cudaStream_t stream) {
-  constexpr int threads = device::elementwise_threads;
+  constexpr int threads = kernels::elementwise_threads;
   if (nest.rank == 1) {
     constexpr int V = packet_width_v<typename D::element_type>;
     if constexpr (V > 1) {
       if (packet_ready<V>(d, ev)) {
-        device::elementwise_packet_kernel<V>
+        kernels::elementwise_packet_kernel<V>
             <<<grid_blocks((total + V - 1) / V, threads), threads, 0, stream>>>(d, ev, total);
         return check_launch("launching the elementwise kernel");
       }
@@ -193,22 +193,22 @@ void launch_elementwise(Nest const& nest, D const& d, Ev const& ev, index_t tota
   // Constant extents and strides: coordinates by multiply-high, offsets by immediates.
   if (with_static_nest<Static>(nest, [&](auto idx) {
         using Index = typename decltype(idx)::index_type;
-        device::elementwise_nest_kernel<<<grid_blocks(total, threads), threads, 0, stream>>>(
+        kernels::elementwise_nest_kernel<<<grid_blocks(total, threads), threads, 0, stream>>>(
             idx, d, ev, static_cast<Index>(total));
       }))
     return check_launch("launching the elementwise kernel");
   if (nest.rank == 1) {
-    device::elementwise_linear_kernel<<<grid_blocks(total, threads), threads, 0, stream>>>(d, ev,
+    kernels::elementwise_linear_kernel<<<grid_blocks(total, threads), threads, 0, stream>>>(d, ev,
                                                                                            total);
     return check_launch("launching the elementwise kernel");
   }
   if (fits<std::uint32_t>(total + index_t{grid_blocks(total, threads)} * threads)) {
     auto const idx = make_indexer<std::uint32_t, K>(nest);
-    device::elementwise_nest_kernel<<<grid_blocks(total, threads), threads, 0, stream>>>(
+    kernels::elementwise_nest_kernel<<<grid_blocks(total, threads), threads, 0, stream>>>(
         idx, d, ev, static_cast<std::uint32_t>(total));
   } else {
     auto const idx = make_indexer<std::uint64_t, K>(nest);
-    device::elementwise_nest_kernel<<<grid_blocks(total, threads), threads, 0, stream>>>(
+    kernels::elementwise_nest_kernel<<<grid_blocks(total, threads), threads, 0, stream>>>(
         idx, d, ev, static_cast<std::uint64_t>(total));
   }
   check_launch("launching the elementwise kernel");
@@ -222,7 +222,7 @@ void dispatch_rows(Nest const& nest, index_t rows, index_t n, Launch const& laun
   if constexpr (Static::value.ok) {
     constexpr auto& S = Static::value.nest;
     constexpr index_t row_size = S.size(S.outer, S.rank);
-    constexpr int team = row_size <= device::warp_row_limit ? 32 : device::row_threads;
+    constexpr int team = row_size <= kernels::warp_row_limit ? 32 : kernels::row_threads;
     if (with_static_nest<Static>(nest, [&](auto idx) {
           launch(std::integral_constant<int, team>{}, std::bool_constant<S.rank - S.outer == 1>{},
                  idx);
@@ -243,14 +243,14 @@ void dispatch_rows(Nest const& nest, index_t rows, index_t n, Launch const& laun
     else
       with_index(team, std::false_type{});
   };
-  if (n <= device::warp_row_limit)
+  if (n <= kernels::warp_row_limit)
     with_flat(std::integral_constant<int, 32>{});
   else
-    with_flat(std::integral_constant<int, device::row_threads>{});
+    with_flat(std::integral_constant<int, kernels::row_threads>{});
 }
 
 inline unsigned row_blocks(index_t rows, int team) {
-  index_t const per_block = device::row_threads / team;
+  index_t const per_block = kernels::row_threads / team;
   index_t const blocks = (rows + per_block - 1) / per_block;
   if (blocks > INT_MAX)
     tessel::detail::throw_error(tessel::detail::sentence("cannot launch a row kernel over ", rows,
@@ -346,8 +346,8 @@ void run_reduction(DV const& dst, Node const& node, Cuda const& x) {
     } else {
       dispatch_rows<K, S>(nest, rows, n, [&](auto team, auto flat, auto idx) {
         using Index = typename decltype(idx)::index_type;
-        device::reduce_row_kernel<decltype(team)::value, decltype(flat)::value>
-            <<<row_blocks(rows, decltype(team)::value), device::row_threads, 0, stream>>>(
+        kernels::reduce_row_kernel<decltype(team)::value, decltype(flat)::value>
+            <<<row_blocks(rows, decltype(team)::value), kernels::row_threads, 0, stream>>>(
                 op, idx, d, ev, static_cast<Index>(rows), n);
       });
       check_launch("launching a row reduction kernel");
@@ -391,8 +391,8 @@ void run_row_op(DV const& dst, Node const& node, Cuda const& x) {
     index_t const n = nest.size(nest.outer, nest.rank);
     dispatch_rows<K, S>(nest, rows, n, [&](auto team, auto flat, auto idx) {
       using Index = typename decltype(idx)::index_type;
-      device::softmax_row_kernel<decltype(team)::value, log, decltype(flat)::value>
-          <<<row_blocks(rows, decltype(team)::value), device::row_threads, 0, stream>>>(
+      kernels::softmax_row_kernel<decltype(team)::value, log, decltype(flat)::value>
+          <<<row_blocks(rows, decltype(team)::value), kernels::row_threads, 0, stream>>>(
               idx, d, ev, static_cast<Index>(rows), n);
     });
     check_launch("launching a softmax row kernel");

@@ -25,7 +25,7 @@
 #include <tessel/shampoo/plan.hpp>
 #include <tessel/shampoo/state.hpp>
 
-#include "step_kernels.cuh"
+#include "cuda/step_kernels.cuh"
 
 namespace tessel::shampoo {
 

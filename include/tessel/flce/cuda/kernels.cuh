@@ -13,7 +13,7 @@
 #include <tessel/flce/plan.hpp>
 #include <tessel/flce/row.hpp>
 
-#include <tessel/exec/block_context.cuh>
+#include <tessel/exec/cuda/block_context.cuh>
 
 namespace tessel::flce::device {
 

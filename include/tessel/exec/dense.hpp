@@ -1,0 +1,234 @@
+// Dense linear algebra behind the host executors: gemm (C = alpha A B + beta C) and syrk
+// (C = alpha A A^T + beta C) over one matrix or a batch of matrices, the one primitive the
+// workloads call for their products (FLCE's three GEMMs per chunk, Shampoo's factor updates and
+// preconditioning). Operands are tessel tensors (exec/dense/operands.hpp says which); transposes
+// are views (tessel::transpose). The host runs Eigen's kernels single-threaded per tile and
+// spreads the tiles over the executor's threads: a batch gives one tile per matrix, a single
+// large product is cut along its longer output mode. The CUDA twin is exec/cuda/dense.hpp
+// (cuBLAS, strided-batched).
+#pragma once
+
+#include <algorithm>
+#include <type_traits>
+
+// Eigen 3.4 annotates defaulted special members __host__ __device__, which nvcc warns about
+// (#20012); the warning is Eigen's.
+#if defined(__CUDACC__)
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 20012
+#endif
+#include <Eigen/Core>
+#if defined(__CUDACC__)
+#pragma nv_diagnostic pop
+#endif
+
+#include "dense/operands.hpp"
+#include "executors.hpp"
+
+namespace tessel::exec {
+
+namespace detail {
+
+// Output modes narrower than this are not split between threads: below it a tile's product
+// reuses too little of the packed operands to pay for packing them again.
+inline constexpr index_t dense_tile_grain = 64;
+
+// Keeps Eigen's own OpenMP parallelization off while a host dense call runs on one thread (Eigen
+// otherwise starts a team of omp_get_max_threads() for a large product). omp_set_num_threads sets
+// the calling task's ICV only, so other threads are unaffected. Inside a team Eigen runs serially
+// by itself.
+class SerialEigen {
+ public:
+  SerialEigen() {
+#if defined(_OPENMP)
+    saved_ = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
+  }
+  ~SerialEigen() {
+#if defined(_OPENMP)
+    omp_set_num_threads(saved_);
+#endif
+  }
+  SerialEigen(SerialEigen const&) = delete;
+  SerialEigen& operator=(SerialEigen const&) = delete;
+
+ private:
+  [[maybe_unused]] int saved_ = 1;
+};
+
+template <class T, bool RowMajor>
+using EigenMatrixMap =
+    Eigen::Map<std::conditional_t<std::is_const_v<T>,
+                                  Eigen::Matrix<std::remove_const_t<T>, Eigen::Dynamic,
+                                                Eigen::Dynamic,
+                                                RowMajor ? Eigen::RowMajor : Eigen::ColMajor> const,
+                                  Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic,
+                                                RowMajor ? Eigen::RowMajor : Eigen::ColMajor>>,
+               Eigen::Unaligned, Eigen::OuterStride<>>;
+
+// Matrix b of m as an Eigen map of its own storage order.
+template <bool RowMajor, class T>
+EigenMatrixMap<T, RowMajor> eigen_map(MatrixBatch<T> const& m, index_t b) {
+  return EigenMatrixMap<T, RowMajor>(m.data + b * m.batch_stride, m.rows, m.cols,
+                                     Eigen::OuterStride<>(m.leading()));
+}
+
+// f(a_row_major, b_row_major) with both storage orders as compile-time constants.
+template <class F>
+void with_orders(bool a_row, bool b_row, F const& f) {
+  if (a_row) {
+    if (b_row) f(std::true_type{}, std::true_type{});
+    else f(std::true_type{}, std::false_type{});
+  } else {
+    if (b_row) f(std::false_type{}, std::true_type{});
+    else f(std::false_type{}, std::false_type{});
+  }
+}
+
+// Tile t of `tiles` equal pieces of [0, n): its begin and length.
+inline void tile_range(index_t n, index_t tiles, index_t t, index_t& begin, index_t& count) {
+  index_t const step = (n + tiles - 1) / tiles;
+  begin = std::min(n, t * step);
+  count = std::min(step, n - begin);
+}
+
+// C = alpha A B + beta C, C row-major. @pre check_gemm passed
+template <class T>
+void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const& a,
+               MatrixBatch<T const> const& b, DenseScale s) {
+  index_t const batch = c.batch, m = c.rows, n = c.cols, k = a.cols;
+  if (batch == 0 || m == 0 || n == 0) return;
+  bool const by_cols = n >= m;
+  index_t const span = by_cols ? n : m;
+  index_t tiles = 1;
+  if (batch < threads)
+    tiles = std::max<index_t>(1, std::min<index_t>((threads + batch - 1) / batch,
+                                                   span / dense_tile_grain));
+  T const alpha = static_cast<T>(s.alpha), beta = static_cast<T>(s.beta);
+  with_orders(a.row_major(), b.row_major(), [&](auto a_row, auto b_row) {
+    auto run = [&](index_t begin, index_t end) {
+      for (index_t task = begin; task < end; ++task) {
+        index_t const mat = task / tiles;
+        index_t first = 0, count = 0;
+        tile_range(span, tiles, task % tiles, first, count);
+        if (count == 0) continue;
+        auto cm = eigen_map<true>(c, mat);
+        auto am = eigen_map<decltype(a_row)::value>(a, a.batch == 1 ? 0 : mat);
+        auto bm = eigen_map<decltype(b_row)::value>(b, b.batch == 1 ? 0 : mat);
+        index_t const i0 = by_cols ? 0 : first, h = by_cols ? m : count;
+        index_t const j0 = by_cols ? first : 0, w = by_cols ? count : n;
+        auto out = cm.block(i0, j0, h, w);
+        if (k == 0) {
+          if (beta == T(0)) out.setZero();
+          else out *= beta;
+        } else if (beta == T(0)) {
+          out.noalias() = alpha * (am.middleRows(i0, h) * bm.middleCols(j0, w));
+        } else {
+          if (beta != T(1)) out *= beta;
+          out.noalias() += alpha * (am.middleRows(i0, h) * bm.middleCols(j0, w));
+        }
+      }
+    };
+    if (threads <= 1) {
+      SerialEigen serial;
+      run(0, batch * tiles);
+    } else {
+      parallel_ranges(threads, batch * tiles, run);
+    }
+  });
+}
+
+// C = alpha A A^T + beta C, C row-major, both triangles written. @pre check_syrk passed
+template <class T>
+void host_syrk(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const& a,
+               DenseScale s) {
+  index_t const batch = c.batch, n = c.rows;
+  if (batch == 0 || n == 0) return;
+  T const alpha = static_cast<T>(s.alpha), beta = static_cast<T>(s.beta);
+  auto one = [&](index_t mat, auto a_row) {
+    auto cm = eigen_map<true>(c, mat);
+    if (beta == T(0)) cm.setZero();
+    else if (beta != T(1)) cm *= beta;
+    if (a.cols > 0)
+      cm.template selfadjointView<Eigen::Lower>().rankUpdate(
+          eigen_map<decltype(a_row)::value>(a, a.batch == 1 ? 0 : mat), alpha);
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = i + 1; j < n; ++j) cm(i, j) = cm(j, i);
+  };
+  auto run = [&](index_t begin, index_t end) {
+    for (index_t mat = begin; mat < end; ++mat) {
+      if (a.row_major()) one(mat, std::true_type{});
+      else one(mat, std::false_type{});
+    }
+  };
+  if (threads <= 1 || batch == 1) {
+    SerialEigen serial;
+    run(0, batch);
+  } else {
+    parallel_ranges(threads, batch, run);
+  }
+}
+
+template <class T>
+inline constexpr bool host_dense_type_v = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+}  // namespace detail
+
+// C = alpha A B + beta C: C (m, n), A (m, k), B (k, n), each a matrix or a batch (batch, rows,
+// cols); A or B with a batch of 1 serves every matrix of C's batch. Host tensors of one type,
+// float or double. tessel::Error, with nothing written, when the shapes do not fit or an operand
+// is neither row- nor column-major.
+template <HostExecutor X, TensorType C, TensorType A, TensorType B>
+void gemm(X const& executor, C const& c, A const& a, B const& b, DenseScale scale = {}) {
+  using T = typename C::value_type;
+  static_assert(detail::host_dense_type_v<T> && std::is_same_v<typename A::value_type, T> &&
+                    std::is_same_v<typename B::value_type, T>,
+                "tessel: the host gemm multiplies float or double matrices of one type; convert "
+                "16-bit operands first (tessel::cast).");
+  static_assert(std::is_same_v<typename C::space, HostSpace> &&
+                    std::is_same_v<typename A::space, HostSpace> &&
+                    std::is_same_v<typename B::space, HostSpace>,
+                "tessel: a host executor multiplies host tensors; use exec::Cuda for device "
+                "tensors (<tessel/exec/cuda/dense.hpp>).");
+  auto cm = detail::matrix_batch(c, "C");
+  auto am = detail::matrix_batch(a, "A");
+  auto bm = detail::matrix_batch(b, "B");
+  detail::check_gemm(cm, am, bm);
+  detail::MatrixBatch<T const> ac{am.data, am.batch, am.rows, am.cols,
+                                  am.batch_stride, am.row_stride, am.col_stride};
+  detail::MatrixBatch<T const> bc{bm.data, bm.batch, bm.rows, bm.cols,
+                                  bm.batch_stride, bm.row_stride, bm.col_stride};
+  if (!cm.row_major()) {  // C^T = B^T A^T, with C^T row-major
+    cm = cm.transposed();
+    auto const at = ac.transposed();
+    ac = bc.transposed();
+    bc = at;
+  }
+  index_t const work = cm.batch * cm.rows * cm.cols * (am.cols > 0 ? am.cols : 1);
+  detail::host_gemm(detail::threads_for(executor, work), cm, ac, bc, scale);
+}
+
+// C = alpha A A^T + beta C: C (n, n), A (n, k), or batches of them; C comes out symmetric (both
+// triangles). Same types and errors as gemm.
+template <HostExecutor X, TensorType C, TensorType A>
+void syrk(X const& executor, C const& c, A const& a, DenseScale scale = {}) {
+  using T = typename C::value_type;
+  static_assert(detail::host_dense_type_v<T> && std::is_same_v<typename A::value_type, T>,
+                "tessel: the host syrk works on float or double matrices of one type.");
+  static_assert(std::is_same_v<typename C::space, HostSpace> &&
+                    std::is_same_v<typename A::space, HostSpace>,
+                "tessel: a host executor works on host tensors; use exec::Cuda for device "
+                "tensors (<tessel/exec/cuda/dense.hpp>).");
+  auto cm = detail::matrix_batch(c, "C");
+  auto am = detail::matrix_batch(a, "A");
+  detail::check_syrk(cm, am);
+  // A A^T is symmetric, so a column-major C is written as its (row-major) transpose.
+  if (!cm.row_major()) cm = cm.transposed();
+  detail::MatrixBatch<T const> ac{am.data, am.batch, am.rows, am.cols,
+                                  am.batch_stride, am.row_stride, am.col_stride};
+  index_t const work = cm.batch * cm.rows * cm.rows * (am.cols > 0 ? am.cols : 1);
+  detail::host_syrk(detail::threads_for(executor, work), cm, ac, scale);
+}
+
+}  // namespace tessel::exec
