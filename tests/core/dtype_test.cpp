@@ -1,4 +1,4 @@
-// DType: sizes, names, parsing from text and the DType of C++ element types.
+// DType: sizes, names, parsing from text, the DType of C++ element types and visit_dtype back.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -6,6 +6,8 @@
 #include <string>
 
 #include <tessel/core/dtype.hpp>
+
+#include "support/error_of.hpp"
 
 namespace {
 
@@ -93,6 +95,29 @@ TEST(DType, PrintsItsName) {
   std::ostringstream os;
   os << DType::bf16 << ' ' << DType::bool_;
   EXPECT_EQ(os.str(), "bf16 bool");
+}
+
+
+// visit_dtype hands every DType to its C++ type: a round trip through dtype_of_v, usable in
+// constant expressions.
+template <class T>
+constexpr DType dtype_from(std::type_identity<T>) {
+  return dtype_of_v<T>;
+}
+constexpr bool visit_round_trips() {
+  for (DType d : all_dtypes)
+    if (visit_dtype(d, [](auto t) { return dtype_from(t); }) != d) return false;
+  return true;
+}
+static_assert(visit_round_trips());
+static_assert(visit_dtype(DType::bf16, [](auto t) { return sizeof(typename decltype(t)::type); }) ==
+              2);
+
+TEST(DType, VisitRefusesAValueOutsideTheEnumeration) {
+  auto const size_of = [](auto t) { return sizeof(typename decltype(t)::type); };
+  EXPECT_EQ(visit_dtype(DType::f64, size_of), 8u);
+  EXPECT_EQ(test::error_of([&] { (void)visit_dtype(static_cast<DType>(200), size_of); }),
+            "the value 200 is not a tessel::DType.");
 }
 
 }  // namespace

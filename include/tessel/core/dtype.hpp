@@ -1,5 +1,6 @@
 // Element types as run-time values: DType, its size and name, parsing names from users and
-// files, and the DType of a C++ element type (dtype_of_v<float> == DType::f32).
+// files, the DType of a C++ element type (dtype_of_v<float> == DType::f32), and visit_dtype, the
+// one way from a DType back to its C++ type.
 #pragma once
 
 #include <array>
@@ -208,5 +209,44 @@ consteval DType dtype_of() {
 // @post dtype_size(dtype_of_v<T>) == sizeof(T)
 template <HasDType T>
 inline constexpr DType dtype_of_v = detail::dtype_of<T>();
+
+// f(std::type_identity<T>{}) for the C++ element type T of d (bool, std::int8_t ... std::uint64_t,
+// half, bfloat16, float, double): the one dispatch from a run-time dtype to code templated on the
+// type. Every branch must return the same type. A value outside the enumeration (a corrupted
+// byte) throws tessel::Error; there is no fallback type.
+// @post dtype_of_v<T> == d for the T that f receives
+template <class F>
+constexpr decltype(auto) visit_dtype(DType d, F&& f) {
+  switch (d) {
+    case DType::bool_:
+      return f(std::type_identity<bool>{});
+    case DType::i8:
+      return f(std::type_identity<std::int8_t>{});
+    case DType::i16:
+      return f(std::type_identity<std::int16_t>{});
+    case DType::i32:
+      return f(std::type_identity<std::int32_t>{});
+    case DType::i64:
+      return f(std::type_identity<std::int64_t>{});
+    case DType::u8:
+      return f(std::type_identity<std::uint8_t>{});
+    case DType::u16:
+      return f(std::type_identity<std::uint16_t>{});
+    case DType::u32:
+      return f(std::type_identity<std::uint32_t>{});
+    case DType::u64:
+      return f(std::type_identity<std::uint64_t>{});
+    case DType::f16:
+      return f(std::type_identity<half>{});
+    case DType::bf16:
+      return f(std::type_identity<bfloat16>{});
+    case DType::f32:
+      return f(std::type_identity<float>{});
+    case DType::f64:
+      return f(std::type_identity<double>{});
+  }
+  detail::throw_error(detail::sentence("the value ", static_cast<int>(d),
+                                       " is not a tessel::DType."));
+}
 
 }  // namespace tessel

@@ -201,7 +201,8 @@ inline Json parse_header_json(std::string const& text, std::string_view what) {
         if (depth == 1) entry = key;
         break;
       }
-      default:
+      case Json::parse_event_t::array_end:
+      case Json::parse_event_t::value:
         break;
     }
     return true;

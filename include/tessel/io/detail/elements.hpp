@@ -147,18 +147,6 @@ To convert_element(storage_t<From> v, std::int64_t index) {
   }
 }
 
-// Calls f(std::integral_constant<DType, d>{}): turns a run-time DType into a compile-time one.
-template <class F, std::size_t... I>
-void visit_dtype(DType d, F&& f, std::index_sequence<I...> = {}) {
-  if constexpr (sizeof...(I) == 0) {
-    visit_dtype(d, f, std::make_index_sequence<all_dtypes.size()>{});
-  } else {
-    (void)((d == all_dtypes[I] ? (f(std::integral_constant<DType, all_dtypes[I]>{}), true)
-                               : false) ||
-           ...);
-  }
-}
-
 // The elements of a C-order buffer of `dtype`, converted to T.
 // @pre bytes.size() == numel * dtype_size(dtype)
 template <HasDType T>
@@ -170,7 +158,8 @@ std::vector<T> convert_elements(DType dtype, std::span<std::byte const> bytes, s
       return out;
     }
   }
-  visit_dtype(dtype, [&]<DType From>(std::integral_constant<DType, From>) {
+  visit_dtype(dtype, [&](auto element) {
+    constexpr DType From = dtype_of_v<typename decltype(element)::type>;
     using S = storage_t<From>;
     for (std::size_t i = 0; i < out.size(); ++i) {
       out[i] = convert_element<T, From>(load<S>(bytes.data() + i * sizeof(S)),
