@@ -3,4 +3,5 @@
 #pragma once
 
 #include "io/npy.hpp"
+#include "io/npy_tensor.hpp"
 #include "io/safetensors.hpp"

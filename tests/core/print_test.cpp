@@ -41,4 +41,27 @@ TEST(Print, PrintLayoutOfARank1Layout) {
             "   +----+----+----+\n");
 }
 
+
+TEST(Print, PrintLayoutOfRank3IsAListOfSlices) {
+  std::ostringstream os;
+  print_layout(os, make_layout(make_shape(2, Int<2>{}, 3), make_stride(1, Int<6>{}, 2)));
+  EXPECT_EQ(os.str(),
+            "(2,_2,3):(1,_6,2)\n"
+            "(0,_,_):\n"
+            "      0    1    2  \n"
+            "   +----+----+----+\n"
+            " 0 |  0 |  2 |  4 |\n"
+            "   +----+----+----+\n"
+            " 1 |  6 |  8 | 10 |\n"
+            "   +----+----+----+\n"
+            "\n"
+            "(1,_,_):\n"
+            "      0    1    2  \n"
+            "   +----+----+----+\n"
+            " 0 |  1 |  3 |  5 |\n"
+            "   +----+----+----+\n"
+            " 1 |  7 |  9 | 11 |\n"
+            "   +----+----+----+\n");
+}
+
 }  // namespace

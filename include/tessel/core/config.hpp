@@ -19,6 +19,17 @@
 #define TESSEL_DEVICE_PASS 0
 #endif
 
+// Bounds-checked element access on the host (Tensor's t(i, j) and t[i]): on where assertions are
+// (NDEBUG not defined: Debug builds), off in release builds. Define it to 0 or 1 to choose; it
+// must be the same in every translation unit of a program (the checked accessors are inline).
+#if !defined(TESSEL_CHECK_BOUNDS)
+#if defined(NDEBUG)
+#define TESSEL_CHECK_BOUNDS 0
+#else
+#define TESSEL_CHECK_BOUNDS 1
+#endif
+#endif
+
 namespace tessel {
 
 // Every extent, stride, offset and index in tessel is a signed 64-bit integer: large

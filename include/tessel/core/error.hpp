@@ -1,7 +1,9 @@
 // tessel::Error and the host-side checks that raise it with a sentence naming the offending values.
 #pragma once
 
+#include <charconv>
 #include <stdexcept>
+#include <system_error>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -31,9 +33,18 @@ inline void append_piece(std::string& out, char c) {
   out.push_back(c);
 }
 template <class T>
-requires(std::is_arithmetic_v<T> && !std::is_same_v<T, char> &&
+requires(std::is_integral_v<T> && !std::is_same_v<T, char> &&
          !std::is_same_v<T, bool>) void append_piece(std::string& out, T v) {
   out.append(std::to_string(v));
+}
+// Floating-point values in their shortest round-trip form in their own type ("0.99" for 0.99f,
+// "1e-12", "inf", "nan"): every error sentence writes numbers the same way.
+template <class T>
+requires std::is_floating_point_v<T>
+void append_piece(std::string& out, T v) {
+  char buffer[64];
+  auto const [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  out.append(buffer, ec == std::errc{} ? end : buffer);
 }
 inline void append_piece(std::string& out, bool b) {
   out.append(b ? "true" : "false");

@@ -33,34 +33,13 @@ std::ostream& operator<<(std::ostream& os, Layout<S, D> const& l) {
   return os << to_string(l);
 }
 
-// The layout's text, then a grid of its offsets: rows are the 1-D indices of mode 0, columns
-// those of mode 1 (a rank-1 layout is one row).
-template <LayoutType L>
-void print_layout(std::ostream& os, L const& l) {
-  static_assert(!DynRank<decltype(l.shape())>,
-                "tessel: print_layout needs a layout whose rank is known at compile time.");
-  constexpr index_t r = decltype(rank(l))::value;
-  static_assert(r == 1 || r == 2, "tessel: print_layout prints rank-1 and rank-2 layouts.");
-  index_t rows = 1;
-  index_t cols = 0;
-  auto offset = [&](index_t i, index_t j) -> index_t {
-    if constexpr (r == 1) {
-      (void)i;
-      return to_index(l(j));
-    } else {
-      return to_index(l(i, j));
-    }
-  };
-  if constexpr (r == 1) {
-    cols = to_index(size(l));
-  } else {
-    rows = to_index(size(get<0>(l.shape())));
-    cols = to_index(size(get<1>(l.shape())));
-  }
-  index_t widest = 1;
-  for (index_t i = 0; i < rows; ++i)
-    for (index_t j = 0; j < cols; ++j)
-      widest = std::max<index_t>(widest, static_cast<index_t>(std::to_string(offset(i, j)).size()));
+namespace detail {
+
+// The grid of offsets offset(i * cols + j) for i < rows, j < cols, with row and column labels,
+// each cell `widest` characters: print_layout's picture of one 2-D slice.
+template <class Offset>
+void print_offset_grid(std::ostream& os, index_t rows, index_t cols, bool row_labels,
+                       index_t widest, Offset const& offset) {
   auto pad = [&](std::string s, index_t width) {
     return std::string(static_cast<std::size_t>(
                            std::max<index_t>(0, width - static_cast<index_t>(s.size()))),
@@ -71,15 +50,55 @@ void print_layout(std::ostream& os, L const& l) {
   std::string rule = std::string(static_cast<std::size_t>(label + 2), ' ') + "+";
   for (index_t j = 0; j < cols; ++j)
     rule += std::string(static_cast<std::size_t>(widest + 2), '-') + "+";
-  os << to_string(l) << '\n';
   os << std::string(static_cast<std::size_t>(label + 3), ' ');
   for (index_t j = 0; j < cols; ++j) os << ' ' << pad(std::to_string(j), widest) << "  ";
   os << '\n' << rule << '\n';
   for (index_t i = 0; i < rows; ++i) {
-    os << ' ' << pad(r == 1 ? std::string() : std::to_string(i), label) << " |";
+    os << ' ' << pad(row_labels ? std::to_string(i) : std::string(), label) << " |";
     for (index_t j = 0; j < cols; ++j)
-      os << ' ' << pad(std::to_string(offset(i, j)), widest) << " |";
+      os << ' ' << pad(std::to_string(offset(i * cols + j)), widest) << " |";
     os << '\n' << rule << '\n';
+  }
+}
+
+}  // namespace detail
+
+// The layout's text, then a grid of its offsets: rows are the 1-D indices of mode 0, columns
+// those of mode 1 (a rank-1 layout is one row). A layout of rank r > 2 prints as a list of 2-D
+// slices over its last two modes, each headed by its leading coordinates ("(1,_,_):" for rank 3).
+template <LayoutType L>
+void print_layout(std::ostream& os, L const& l) {
+  static_assert(!DynRank<decltype(l.shape())>,
+                "tessel: print_layout needs a layout whose rank is known at compile time.");
+  constexpr index_t r = decltype(rank(l))::value;
+  os << to_string(l) << '\n';
+  if constexpr (r == 0) {
+    os << to_index(l(0)) << '\n';
+  } else {
+    auto const extents = to_vector(product_each(l.shape()));
+    index_t const cols = extents[static_cast<std::size_t>(r - 1)];
+    index_t const rows = r >= 2 ? extents[static_cast<std::size_t>(r - 2)] : 1;
+    index_t slices = 1;
+    for (index_t k = 0; k + 2 < r; ++k) slices *= extents[static_cast<std::size_t>(k)];
+    index_t widest = 1;  // one cell width for every slice, so they line up
+    for (index_t i = 0; i < slices * rows * cols; ++i)
+      widest = std::max<index_t>(widest, static_cast<index_t>(std::to_string(to_index(l(i))).size()));
+    for (index_t s = 0; s < slices; ++s) {
+      if (r > 2) {
+        // The slice's leading coordinates, row-major over modes 0 .. r-3.
+        std::string head;
+        index_t rest = s;
+        for (index_t k = r - 3; k >= 0; --k) {
+          index_t const e = extents[static_cast<std::size_t>(k)];
+          head = std::to_string(rest % e) + (head.empty() ? "" : ",") + head;
+          rest /= e;
+        }
+        os << (s > 0 ? "\n" : "") << '(' << head << ",_,_):\n";
+      }
+      detail::print_offset_grid(os, rows, cols, r >= 2, widest, [&](index_t i) {
+        return to_index(l(s * rows * cols + i));
+      });
+    }
   }
 }
 

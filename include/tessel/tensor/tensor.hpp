@@ -11,6 +11,7 @@
 #include "../core/composition.hpp"
 #include "../core/error.hpp"
 #include "../core/layout.hpp"
+#include "element_iterator.hpp"
 #include "engine.hpp"
 #include "memory_space.hpp"
 #include "slicer.hpp"
@@ -96,22 +97,41 @@ class Tensor {
   TESSEL_HOST_DEVICE constexpr auto cosize() const { return tessel::cosize(layout_); }
 
   // t(i, j, ...) is a reference to the element; with `_` or range(b, e) among the coordinates it
-  // is a view of the kept modes (host only, bounds-checked).
+  // is a view of the kept modes (host only, bounds-checked). With TESSEL_CHECK_BOUNDS (on where
+  // NDEBUG is not defined; see core/config.hpp) integer coordinates are checked on the host too.
   template <class... C>
   TESSEL_HOST_DEVICE constexpr decltype(auto) operator()(C const&... c) const {
     if constexpr ((Slicer<C> || ...)) {
       return slice_view(c...);
     } else {
+#if TESSEL_CHECK_BOUNDS && !TESSEL_DEVICE_PASS
+      if constexpr ((Integer<C> && ...))
+        if (!std::is_constant_evaluated()) check_bounds(c...);
+#endif
       return data()[layout_(c...)];
     }
   }
 
-  // Element at 1-D row-major index i.
-  TESSEL_HOST_DEVICE constexpr reference operator[](index_t i) const { return data()[layout_(i)]; }
+  // Element at 1-D row-major index i (checked like operator() under TESSEL_CHECK_BOUNDS).
+  TESSEL_HOST_DEVICE constexpr reference operator[](index_t i) const {
+#if TESSEL_CHECK_BOUNDS && !TESSEL_DEVICE_PASS
+    if (!std::is_constant_evaluated()) check_bounds(i);
+#endif
+    return data()[layout_(i)];
+  }
 
-  // Bounds-checked element access (host): tessel::Error naming the coordinate and the shape.
+  // Bounds-checked element access (host), whatever TESSEL_CHECK_BOUNDS says: tessel::Error naming
+  // the coordinate and the shape.
   template <Integer... C>
   reference at(C const&... c) const {
+    check_bounds(c...);
+    return data()[layout_(c...)];
+  }
+
+  // Throws tessel::Error unless c is a coordinate of this tensor (one integer per mode, or one
+  // 1-D index in [0, size)).
+  template <Integer... C>
+  void check_bounds(C const&... c) const {
     auto extents = to_vector(product_each(layout_.shape()));
     std::int64_t coords[] = {to_index(c)...};
     bool ok = true;
@@ -126,7 +146,15 @@ class Tensor {
       detail::throw_error(detail::sentence("coordinate ", to_string(make_tuple(to_index(c)...)),
                                            " is out of bounds for a tensor of shape ",
                                            to_string(product_each(layout_.shape())), "."));
-    return (*this)(c...);
+  }
+
+  // The elements in logical row-major order, as t[i] visits them: `for (float& x : t)`. Host
+  // tensors only (device memory is not readable here).
+  ElementIterator<Tensor> begin() const requires std::is_same_v<space, HostSpace> {
+    return {this, 0};
+  }
+  ElementIterator<Tensor> end() const requires std::is_same_v<space, HostSpace> {
+    return {this, to_index(tessel::size(layout_))};
   }
 
   // A non-owning view of the same elements (bounded by the storage when that is known).
