@@ -157,7 +157,7 @@ TEST(TensorNpy, SaveAViewLoadItBack) {
   EXPECT_EQ(error_of([&] { (void)load_npy<float>(dir / "r9.npy"); }),
             (dir / "r9.npy").string() +
                 " holds an array of rank 9; load_npy reads arrays of rank <= 8.");
-  EXPECT_EQ(load_npy<float, 9>(dir / "r9.npy")(0, 0, 0, 0, 0, 0, 0, 0, 1), 2.0f);
+  EXPECT_EQ((load_npy<float, 9>(dir / "r9.npy")(0, 0, 0, 0, 0, 0, 0, 0, 1)), 2.0f);
   auto flags = make_host_tensor<bool>(make_shape(2));
   flags[1] = true;
   save_npy(dir / "b.npy", flags);

@@ -2,8 +2,8 @@
 """Writes the per-header part of docs/api.md from the public headers' own header comments.
 
 Every public header starts with a comment saying what it is for (house rule), so the reference
-lists each header under its layer with that comment, and the public names it declares at
-namespace scope. The hand-written part of docs/api.md (above the marker line) is kept as is.
+lists each header under its layer with that comment, then the public declarations at namespace
+scope with their signatures and the comments written above them (their contracts). The hand-written part of docs/api.md (above the marker line) is kept as is.
 
   tools/docs/api_reference.py           rewrite docs/api.md
   tools/docs/api_reference.py --check   exit 1 if docs/api.md is not up to date (a ctest)
@@ -45,9 +45,8 @@ def header_comment(text):
     return " ".join(l for l in lines if l).strip()
 
 
-def public_names(text):
-    """Names declared at namespace scope outside detail namespaces (a light, regex-based look)."""
-    names = []
+def kept_lines(text):
+    """The header's lines outside detail namespaces."""
     depth_detail = 0
     kept = []
     for line in text.splitlines():
@@ -58,13 +57,68 @@ def public_names(text):
             continue
         if not depth_detail:
             kept.append(line)
-    for line in kept:
-        # Declarations start in column 0; statements inside bodies are indented.
-        if not line or line[0] in " #/}{" or line.startswith(("namespace", "template", "requires")):
+    return kept
+
+
+def declared_name(line):
+    """The name a column-0 declaration line declares, or None."""
+    if not line or line[0] in " #/}{" or line.startswith(("namespace", "template", "requires")):
+        return None
+    plain = line.replace("decltype(auto)", "decltype_auto")  # a return type, not a call
+    m = TYPE.match(plain) or FUNC.match(plain)
+    name = m.group(1) if m else None
+    if name and not name.startswith("_") and name not in SKIP:
+        return name
+    return None
+
+
+def public_declarations(text):
+    """(name, declaration) for each public declaration at namespace scope, in order: the comment
+    right above it, its template and requires lines, and the declaration up to its body (a
+    light, regex-based look; declarations start in column 0, bodies are indented)."""
+    lines = kept_lines(text)
+    out = []
+    seen = set()
+    i = 0
+    while i < len(lines):
+        name = declared_name(lines[i])
+        if not name:
+            i += 1
             continue
-        m = TYPE.match(line) or FUNC.match(line)
-        name = m.group(1) if m else None
-        if name and name not in names and not name.startswith("_") and name not in SKIP:
+        start = i
+        while start > 0 and lines[start - 1].startswith(("template", "requires")):
+            start -= 1
+        comment = start
+        while comment > 0 and lines[comment - 1].startswith("//"):
+            comment -= 1
+        decl = []
+        j = i
+        while j < len(lines):
+            piece = lines[j]
+            cut = piece.find("{")
+            if cut >= 0 and not re.match(r"^\s*requires", piece):
+                decl.append(piece[:cut].rstrip())
+                break
+            decl.append(piece.rstrip())
+            if piece.rstrip().endswith(";"):
+                break
+            j += 1
+        body = "\n".join(lines[comment:start] + lines[start:i] + decl).rstrip()
+        if not body.endswith(";"):
+            body += ";"
+        key = (name, body)
+        if key not in seen:
+            seen.add(key)
+            out.append((name, body))
+        i = j + 1
+    return out
+
+
+def public_names(text):
+    """Names declared at namespace scope outside detail namespaces."""
+    names = []
+    for name, _ in public_declarations(text):
+        if name not in names:
             names.append(name)
     return names
 
@@ -89,10 +143,12 @@ def generated():
             out.append(f"### `<{rel.as_posix()}>`")
             out.append("")
             out.append(header_comment(text) or "(no header comment)")
-            names = public_names(text) if sub else []
-            if names:
+            decls = public_declarations(text) if sub else []
+            if decls:
                 out.append("")
-                out.append("Declares: " + ", ".join(f"`{n}`" for n in names) + ".")
+                out.append("```cpp")
+                out.append("\n\n".join(body for _, body in decls))
+                out.append("```")
             out.append("")
     return "\n".join(out)
 

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <iterator>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -318,10 +319,11 @@ requires IntTuple<tuple<B...>> TESSEL_HOST_DEVICE constexpr bool operator==(
 // ---- text ----
 
 namespace detail {
-template <IntTuple T>
+// Plain: static integers without their underscore (what error sentences print).
+template <bool Plain = false, IntTuple T>
 void append_int_tuple(std::string& out, T const& x) {
   if constexpr (StaticInt<T>) {
-    out.push_back('_');
+    if (!Plain) out.push_back('_');
     out.append(std::to_string(T::value));
   } else if constexpr (Integer<T>) {
     out.append(std::to_string(to_index(x)));
@@ -336,7 +338,7 @@ void append_int_tuple(std::string& out, T const& x) {
     out.push_back('(');
     for_each_indexed(x, [&](auto i, auto const& m) {
       if (i != 0) out.push_back(',');
-      append_int_tuple(out, m);
+      append_int_tuple<Plain>(out, m);
     });
     out.push_back(')');
   }
@@ -350,5 +352,35 @@ std::string to_string(T const& x) {
   detail::append_int_tuple(out, x);
   return out;
 }
+
+namespace detail {
+
+// A shape as every error sentence writes it: "(4,6)", "(5)", "((2,3),4)", "()" — plain numbers,
+// whether static or not (to_string marks static ones), the hierarchy kept.
+template <IntTuple T>
+std::string shape_text(T const& x) {
+  std::string out;
+  append_int_tuple<true>(out, x);
+  return out;
+}
+
+// The same for extents held in a container (std::vector, std::array, std::span of integers).
+template <class R>
+requires(!IntTuple<R> && requires(R const& r) {
+  { *std::begin(r) } -> std::convertible_to<index_t>;
+  std::end(r);
+}) std::string shape_text(R const& extents) {
+  std::string out = "(";
+  bool first = true;
+  for (auto const e : extents) {
+    if (!first) out.push_back(',');
+    out.append(std::to_string(e));
+    first = false;
+  }
+  out.push_back(')');
+  return out;
+}
+
+}  // namespace detail
 
 }  // namespace tessel

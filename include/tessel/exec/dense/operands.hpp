@@ -72,8 +72,10 @@ constexpr bool normalize(MatrixBatch<T>& m) {
   return m.batch == 0 || m.rows == 0 || m.cols == 0;
 }
 
+// The shape of one matrix, or of the batch, as error sentences write shapes.
 inline std::string matrix_text(index_t batch, index_t rows, index_t cols, bool batched) {
-  return batched ? sentence("(", batch, ",", rows, ",", cols, ")") : sentence("(", rows, ",", cols, ")");
+  return batched ? tessel::detail::shape_text(std::array<index_t, 3>{batch, rows, cols})
+                 : tessel::detail::shape_text(std::array<index_t, 2>{rows, cols});
 }
 
 // The descriptor of a rank-2 or rank-3 tensor. `name` names it in error sentences.
