@@ -4,6 +4,6 @@
 using namespace tessel;
 void f(float* device_memory) {
   auto w = make_device_tensor(device_memory, make_shape(8, 16));
-  (void)block_scores(w, make_shape(2, 4), [](auto const& block) { return block(0); },
-                     exec::Cuda{});
+  (void)block_scores(
+      w, make_shape(2, 4), [](auto const& block) { return block(0); }, exec::Cuda{});
 }

@@ -101,8 +101,8 @@ TEST(BlockScores, EveryExecutorGivesTheSameScores) {
     auto serial = block_scores(w, b, SumOfSquares{}, exec::Serial{});
     auto threads = block_scores(w, b, SumOfSquares{}, exec::OpenMP{.threads = 2});
     auto l2 = block_scores(w, b, exec::Auto{.parallel_threshold = 0});
-    auto first = block_scores(w, b, [](auto const& block) { return block(0); },
-                              exec::OpenMP{.threads = 2});
+    auto first = block_scores(
+        w, b, [](auto const& block) { return block(0); }, exec::OpenMP{.threads = 2});
     index_t const n = to_index(size(serial.layout()));
     index_t const cols = to_index(get<1>(b));
     index_t const rows = to_index(get<0>(b));

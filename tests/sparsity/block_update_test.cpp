@@ -166,7 +166,7 @@ TEST(BlockUpdate, EveryExecutorWritesTheSame) {
 TEST(BlockUpdate, AGridOverlappingTheTensorIsReadBeforeItIsWritten) {
   // The multiplier grid is the tensor's own first column: the executor sees the overlap and
   // reads the grid before writing (a pass through a temporary).
-  auto w = numbered(4, 2);  // 1 2 / 3 4 / 5 6 / 7 8
+  auto w = numbered(4, 2);          // 1 2 / 3 4 / 5 6 / 7 8
   auto column = w(_, range(0, 1));  // (4, 1): 1 3 5 7
   apply_multiplier(w, column, make_shape(1, 2), exec::Serial{});
   EXPECT_EQ(values(w), (std::vector<float>{1, 2, 9, 12, 25, 30, 49, 56}));

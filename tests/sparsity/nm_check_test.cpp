@@ -96,8 +96,9 @@ TEST(NMCheck, LargeGroupsWithAnyExecutor) {
   t(2, 129) = -2.0f;
   t(5, 1) = 3.0f;
   NMPattern const p{16, 64};
-  for (auto v : {first_violation(t, p, exec::Serial{}), first_violation(t, p, exec::OpenMP{.threads = 2}),
-                 first_violation(t, p, exec::Auto{.parallel_threshold = 0})}) {
+  for (auto v :
+       {first_violation(t, p, exec::Serial{}), first_violation(t, p, exec::OpenMP{.threads = 2}),
+        first_violation(t, p, exec::Auto{.parallel_threshold = 0})}) {
     ASSERT_TRUE(v.has_value());
     EXPECT_EQ(v->group_start, (std::vector<index_t>{2, 128}));
     EXPECT_EQ(v->nonzeros, 17);

@@ -60,8 +60,8 @@ TEST(OrderKey, OrdersFloatsAsTopkRanksThem) {
 }
 
 TEST(OrderKey, OrdersIntegersAndBools) {
-  expect_keys_order_as_values<int>({std::numeric_limits<int>::min(), -7, -1, 0, 1, 7,
-                                    std::numeric_limits<int>::max()});
+  expect_keys_order_as_values<int>(
+      {std::numeric_limits<int>::min(), -7, -1, 0, 1, 7, std::numeric_limits<int>::max()});
   expect_keys_order_as_values<std::int64_t>(
       {std::numeric_limits<std::int64_t>::min(), -1, 0, std::numeric_limits<std::int64_t>::max()});
   expect_keys_order_as_values<std::uint8_t>({0, 1, 127, 128, 255});
@@ -125,8 +125,8 @@ TEST(TopkRows, SmallScopesMatchTheReferenceWithAnyNumberOfLanes) {
     for (index_t k : {index_t{0}, index_t{1}, n / 2, n}) {
       auto const want = reference_topk(scores, n, k);
       for (int lanes : {0, 1, 3, 8})
-        EXPECT_EQ(run_topk(scores, n, k, lanes), want) << "n " << n << " k " << k << " lanes "
-                                                       << lanes;
+        EXPECT_EQ(run_topk(scores, n, k, lanes), want)
+            << "n " << n << " k " << k << " lanes " << lanes;
     }
   }
 }
@@ -137,8 +137,8 @@ TEST(TopkRows, LargeScopesMatchTheReferenceWithAnyNumberOfLanes) {
     for (index_t k : {index_t{0}, index_t{1}, index_t{17}, n / 2, n - 1, n}) {
       auto const want = reference_topk(scores, n, k);
       for (int lanes : {0, 1, 4, 7})
-        EXPECT_EQ(run_topk(scores, n, k, lanes), want) << "n " << n << " k " << k << " lanes "
-                                                       << lanes;
+        EXPECT_EQ(run_topk(scores, n, k, lanes), want)
+            << "n " << n << " k " << k << " lanes " << lanes;
     }
   }
 }

@@ -80,6 +80,12 @@ struct SumOfSquares {
   }
 };
 
+// What may stand in block_scores' score place: anything but an executor (an executor there is the
+// last argument of the overload without a score). Which scores work is decided inside: a type with
+// of_blocks (any executor), else a callable over a host view of a block.
+template <class S>
+concept BlockScore = !exec::Executor<S>;
+
 // A score given as an expression of the (double) block view: runs through any executor.
 template <class Score, class Blocks>
 concept BlockScoreExpression = requires(Blocks const& blocks) {
@@ -93,8 +99,7 @@ concept BlockScoreExpression = requires(Blocks const& blocks) {
 // type is the grid's element type — host tensors only. The grid has shape
 // block_grid_shape(t, block_shape) (static extents stay static) and lives where t does.
 // tessel::Error (nothing computed) when the block shape does not divide t's shape.
-template <TensorType T, class B, class Score = L2Norm, exec::Executor X = exec::Auto>
-requires(!exec::Executor<B> && !exec::Executor<Score>)
+template <TensorType T, IntTuple B, BlockScore Score = L2Norm, exec::Executor X = exec::Auto>
 auto block_scores(T const& t, B const& block_shape, Score const& score = {},
                   X const& executor = {}) {
   detail::check_tensors_reach<X, T>();
@@ -131,8 +136,7 @@ auto block_scores(T const& t, B const& block_shape, Score const& score = {},
 }
 
 // block_scores with the default score (L2Norm) and an executor.
-template <TensorType T, class B, exec::Executor X>
-requires(!exec::Executor<B>)
+template <TensorType T, IntTuple B, exec::Executor X>
 auto block_scores(T const& t, B const& block_shape, X const& executor) {
   return block_scores(t, block_shape, L2Norm{}, executor);
 }

@@ -46,8 +46,8 @@ auto checked_block_update(T const& t, G const& grid, B const& block_shape, char 
 // does not divide t's shape, when grid's shape is not the block grid ("multiplier grid has shape
 // (3,4) but tensor (8,16) with blocks (2,4) needs (4,4).") or when a run-time-rank block shape has
 // the wrong rank. One pass (one kernel on exec::Cuda).
-template <class T, TensorType G, class B, exec::Executor X = exec::Auto>
-requires TensorType<T> && (!exec::Executor<B>)
+template <class T, TensorType G, IntTuple B, exec::Executor X = exec::Auto>
+requires TensorType<T>
 void apply_multiplier(T&& t, G const& grid, B const& block_shape, X const& executor = {}) {
   auto view = t.view();
   auto b = detail::checked_block_update<X>(view, grid, block_shape, "multiplier");
@@ -58,8 +58,8 @@ void apply_multiplier(T&& t, G const& grid, B const& block_shape, X const& execu
 // "mask out"). Elements become exactly V{}: unlike sparsekit's multiply-by-~mask, a NaN or an
 // infinity in a masked block becomes 0 rather than NaN. Same checks as apply_multiplier, with
 // "mask grid" in the sentence.
-template <class T, TensorType G, class B, exec::Executor X = exec::Auto>
-requires TensorType<T> && (!exec::Executor<B>)
+template <class T, TensorType G, IntTuple B, exec::Executor X = exec::Auto>
+requires TensorType<T>
 void apply_mask(T&& t, G const& mask_grid, B const& block_shape, X const& executor = {}) {
   using V = typename std::remove_cvref_t<T>::value_type;
   auto view = t.view();

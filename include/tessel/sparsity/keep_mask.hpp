@@ -33,8 +33,8 @@ constexpr auto unit_block() {
 // Zeroes in place every block of t whose keep value is false; keep has the block grid's shape
 // (s0/b0, s1/b1, ...). tessel::Error before anything is written when the shapes disagree ("keep
 // mask grid has shape (3,4) but tensor (8,16) with blocks (2,4) needs (4,4).").
-template <class T, TensorType G, class B, exec::Executor X = exec::Auto>
-requires TensorType<T> && (!exec::Executor<B>)
+template <class T, TensorType G, IntTuple B, exec::Executor X = exec::Auto>
+requires TensorType<T>
 void apply_keep_mask(T&& t, G const& keep, B const& block_shape, X const& executor = {}) {
   using V = typename std::remove_cvref_t<T>::value_type;
   auto view = t.view();

@@ -71,7 +71,7 @@ std::optional<NMViolation> first_nm_violation(X const& executor, T const& t,
   auto v = t.view();
   auto const m = size(group);     // static when the pattern is
   auto const elements = size(b);  // static when the block shape is (Int<1> for elements)
-  NMCountRows<V, r, decltype(m), decltype(elements)> body{
+  NMCountRows<V, r, std::remove_const_t<decltype(m)>, std::remove_const_t<decltype(elements)>> body{
       block_group_source<V const>(v.data(), v.layout(), b, group),
       nullptr,
       nullptr,
@@ -122,8 +122,7 @@ std::optional<NMViolation> first_violation(T const& t, NMPattern<N, M> const& p,
 }
 
 // The same over blocks of block_shape: a block counts as nonzero when any of its elements is.
-template <int Mode = -1, TensorType T, class N, class M, class B, exec::Executor X = exec::Auto>
-requires(!exec::Executor<B>)
+template <int Mode = -1, TensorType T, class N, class M, IntTuple B, exec::Executor X = exec::Auto>
 std::optional<NMViolation> first_violation(T const& t, NMPattern<N, M> const& p,
                                            B const& block_shape, X const& executor = {}) {
   return detail::first_nm_violation<Mode>(executor, t, p, block_shape, true);
@@ -136,10 +135,8 @@ bool satisfies(T const& t, NMPattern<N, M> const& p, X const& executor = {}) {
 }
 
 // True when every group of p.m blocks along mode Mode has at most p.n nonzero blocks.
-template <int Mode = -1, TensorType T, class N, class M, class B, exec::Executor X = exec::Auto>
-requires(!exec::Executor<B>)
-bool satisfies(T const& t, NMPattern<N, M> const& p, B const& block_shape,
-               X const& executor = {}) {
+template <int Mode = -1, TensorType T, class N, class M, IntTuple B, exec::Executor X = exec::Auto>
+bool satisfies(T const& t, NMPattern<N, M> const& p, B const& block_shape, X const& executor = {}) {
   return !first_violation<Mode>(t, p, block_shape, executor).has_value();
 }
 

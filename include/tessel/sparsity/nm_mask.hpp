@@ -130,9 +130,8 @@ auto nm_mask(T const& t, NMPattern<N, M> const& p, X const& executor = {}) {
 // block_scores for which scores run on device tensors), and in every group of p.m consecutive
 // blocks along mode Mode the p.n best are kept. The mask has the block grid's shape; with a static
 // pattern, block shape and tensor shape it is static.
-template <int Mode = -1, TensorType T, class N, class M, class B, class Score = L2Norm,
+template <int Mode = -1, TensorType T, class N, class M, IntTuple B, BlockScore Score = L2Norm,
           exec::Executor X = exec::Auto>
-requires(!exec::Executor<B> && !exec::Executor<Score>)
 auto nm_mask(T const& t, NMPattern<N, M> const& p, B const& block_shape, Score const& score = {},
              X const& executor = {}) {
   detail::check_tensors_reach<X, T>();
@@ -142,8 +141,7 @@ auto nm_mask(T const& t, NMPattern<N, M> const& p, B const& block_shape, Score c
 }
 
 // nm_mask over blocks scored by L2Norm, with an executor.
-template <int Mode = -1, TensorType T, class N, class M, class B, exec::Executor X>
-requires(!exec::Executor<B>)
+template <int Mode = -1, TensorType T, class N, class M, IntTuple B, exec::Executor X>
 auto nm_mask(T const& t, NMPattern<N, M> const& p, B const& block_shape, X const& executor) {
   return nm_mask<Mode>(t, p, block_shape, L2Norm{}, executor);
 }
@@ -159,9 +157,9 @@ auto apply_nm(T&& t, NMPattern<N, M> const& p, X const& executor = {}) {
 }
 
 // Prunes t in place to the N:M pattern over blocks of block_shape; returns the block keep mask.
-template <int Mode = -1, class T, class N, class M, class B, class Score = L2Norm,
+template <int Mode = -1, class T, class N, class M, IntTuple B, BlockScore Score = L2Norm,
           exec::Executor X = exec::Auto>
-requires TensorType<T> &&(!exec::Executor<B> && !exec::Executor<Score>)
+requires TensorType<T>
 auto apply_nm(T&& t, NMPattern<N, M> const& p, B const& block_shape, Score const& score = {},
               X const& executor = {}) {
   auto keep = nm_mask<Mode>(t, p, block_shape, score, executor);
@@ -170,8 +168,8 @@ auto apply_nm(T&& t, NMPattern<N, M> const& p, B const& block_shape, Score const
 }
 
 // apply_nm over blocks scored by L2Norm, with an executor.
-template <int Mode = -1, class T, class N, class M, class B, exec::Executor X>
-requires TensorType<T> &&(!exec::Executor<B>)
+template <int Mode = -1, class T, class N, class M, IntTuple B, exec::Executor X>
+requires TensorType<T>
 auto apply_nm(T&& t, NMPattern<N, M> const& p, B const& block_shape, X const& executor) {
   return apply_nm<Mode>(std::forward<T>(t), p, block_shape, L2Norm{}, executor);
 }
@@ -182,8 +180,8 @@ auto apply_nm(T&& t, NMPattern<N, M> const& p, B const& block_shape, X const& ex
 // tessel::Error when the shapes differ ("coupled tensors have shapes (4,8) and (8,4); every
 // coupled tensor needs the same shape.").
 template <int Mode = -1, class N, class M, class... Args>
-requires(sizeof...(Args) > 0)
 auto nm_mask_coupled(NMPattern<N, M> const& p, Args const&... args) {
+  static_assert(sizeof...(Args) > 0, "tessel: nm_mask_coupled takes at least one tensor.");
   return detail::with_trailing_executor(
       [&](auto const& executor, auto const&... ts) {
         static_assert(sizeof...(ts) > 0 && (TensorType<std::remove_cvref_t<decltype(ts)>> && ...),
@@ -197,8 +195,8 @@ auto nm_mask_coupled(NMPattern<N, M> const& p, Args const&... args) {
 // The arguments are the tensors, then optionally the executor. All checks happen before any
 // tensor is written.
 template <int Mode = -1, class N, class M, class... Args>
-requires(sizeof...(Args) > 0)
 auto apply_nm_coupled(NMPattern<N, M> const& p, Args&&... args) {
+  static_assert(sizeof...(Args) > 0, "tessel: apply_nm_coupled takes at least one tensor.");
   return detail::with_trailing_executor(
       [&](auto const& executor, auto&&... ts) {
         static_assert(sizeof...(ts) > 0 && (TensorType<std::remove_cvref_t<decltype(ts)>> && ...),

@@ -42,7 +42,7 @@ auto topk_keep(X const& executor, G const& grid_shape, S const& scope_shape, ind
   auto mask = backend_t<X>::template make<bool>(executor, grid_shape);
   auto const n = size(scope_shape);  // static when the scope shape is
   index_t const scopes = to_index(n) > 0 ? to_index(size(grid_shape)) / to_index(n) : 0;
-  TopkRows<Scores, r, decltype(n)> body{
+  TopkRows<Scores, r, std::remove_const_t<decltype(n)>> body{
       scores, scope_source(mask.data(), mask.layout(), scope_shape), scopes, n, k};
   for_each_row(executor, body.rows(), body.row_work(), body);
   return mask;

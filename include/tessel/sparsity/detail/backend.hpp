@@ -21,9 +21,10 @@ inline constexpr bool sparsity_backend_included = false;
 
 template <exec::Executor X>
 struct SparsityBackend {
-  static_assert(sparsity_backend_included<X>,
-                "tessel: sparsity on device tensors needs <tessel/sparsity/cuda.cuh>, included from "
-                "a CUDA translation unit.");
+  static_assert(
+      sparsity_backend_included<X>,
+      "tessel: sparsity on device tensors needs <tessel/sparsity/cuda.cuh>, included from "
+      "a CUDA translation unit.");
 };
 
 template <exec::HostExecutor X>

@@ -86,8 +86,8 @@ template <class T, LayoutType L, Tuple G>
 auto scope_source(T* data, L const& layout, G const& scope_shape) {
   constexpr std::size_t r = tuple_size_v<std::remove_cvref_t<decltype(layout.shape())>>;
   auto const v = block_layout(layout, scope_shape, BlockOrder::merged);  // (S..., (g...))
-  return ScopeSource<T, r>{data, flat_offsets(leading_modes<r>(v.shape()),
-                                              leading_modes<r>(v.stride())),
+  return ScopeSource<T, r>{data,
+                           flat_offsets(leading_modes<r>(v.shape()), leading_modes<r>(v.stride())),
                            flat_offsets(get<r>(v.shape()), get<r>(v.stride()))};
 }
 

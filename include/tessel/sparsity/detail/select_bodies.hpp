@@ -199,8 +199,8 @@ struct TopkRows {
   template <class Ctx>
   TESSEL_HOST_DEVICE void rank_scopes(Ctx const& ctx, index_t row) const {
     index_t const first = row * small_scopes_per_row;
-    index_t const last = first + small_scopes_per_row < scopes ? first + small_scopes_per_row
-                                                                : scopes;
+    index_t const last =
+        first + small_scopes_per_row < scopes ? first + small_scopes_per_row : scopes;
     for (index_t s = first + ctx.lane(); s < last; s += ctx.lanes()) {
       auto const c = scores.scope(s);
       Key key[small_scope];
