@@ -55,8 +55,8 @@ inline std::string to_string(NMViolation const& v) {
 namespace detail {
 
 // One pass of the count body over the groups (one row per batch of small groups, or per large
-// group), then the lowest violating group by a min-reduction of the rows' reports; two values
-// (three on a violation) come back to the host.
+// group), then the lowest violating group by a min-reduction of the rows' reports; one value (two
+// on a violation) comes back to the host.
 template <int Mode, exec::Executor X, TensorType T, class N, class M, class B>
 std::optional<NMViolation> first_nm_violation(X const& executor, T const& t,
                                               NMPattern<N, M> const& p, B const& block_shape,
