@@ -4,6 +4,11 @@
 //
 // The groups are the blocks of a merged block view: a (4, 8) weight with blocks (1, 4) is seen as
 // (4, 2, (1, 4)) — row, group, and the group's 4 weights — without copying anything.
+//
+// Every sparsity function takes an executor last: exec::Auto{} when it is left out (serial for a
+// weight this small), exec::Serial{} or exec::OpenMP{} to choose, exec::Cuda{stream} for a weight
+// in GPU memory (from a CUDA translation unit including <tessel/sparsity/cuda.cuh>; the mask is
+// then computed on the GPU, without a copy to the host).
 #include <cstdio>
 #include <iostream>
 #include <type_traits>
@@ -50,7 +55,8 @@ int main() {
   std::cout << "group view layout: " << groups.layout() << "; group (1, 1) starts with "
             << groups(1, 1, 0) << '\n';
 
-  // The keep mask: the 2 largest |w| of every group (ties: the lower index).
+  // The keep mask: the 2 largest |w| of every group (ties: the lower index), through the default
+  // executor.
   auto keep = nm_mask(w, p24);
   print_matrix("keep mask (1 = kept):", keep);
 
@@ -58,9 +64,10 @@ int main() {
   if (auto v = first_violation(w, p24)) std::cout << " (" << to_string(*v) << ")";
   std::cout << '\n';
 
-  apply_keep_mask(w, keep);  // in place, through the same memory
+  apply_keep_mask(w, keep, exec::Serial{});  // in place, through the same memory, on this thread
   print_matrix("pruned weight:", w);
-  std::cout << "after pruning, satisfies 2:4? " << (satisfies(w, p24) ? "yes" : "no") << '\n';
+  std::cout << "after pruning, satisfies 2:4? " << (satisfies(w, p24, exec::Auto{}) ? "yes" : "no")
+            << '\n';
   std::printf("kept fraction: %.3f (%lld of %lld weights)\n", density(w),
               static_cast<long long>(count_nonzero(w)), static_cast<long long>(numel(w)));
   return satisfies(w, p24) ? 0 : 1;

@@ -1,6 +1,6 @@
 // apply_mask with a grid of another rank than the tensor fails to compile.
 // expect: the grid's rank differs from the tensor's rank
-#include <tessel/tensor/block_update.hpp>
+#include <tessel/sparsity/block_update.hpp>
 #include <tessel/tensor/host_tensor.hpp>
 using namespace tessel;
 void f() {

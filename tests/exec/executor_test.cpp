@@ -17,6 +17,8 @@ using test::random_tensor;
 static_assert(exec::HostExecutor<exec::Serial> && exec::HostExecutor<exec::OpenMP> &&
               exec::HostExecutor<exec::Auto>);
 static_assert(!exec::HostExecutor<int>);
+static_assert(exec::Executor<exec::Auto const&> && exec::Executor<exec::Cuda> &&
+              !exec::Executor<int>);
 
 TEST(Executors, OpenMPIsAvailableInThisBuild) {
   EXPECT_TRUE(exec::openmp_available());

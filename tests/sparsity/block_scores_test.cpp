@@ -89,3 +89,47 @@ TEST(BlockScores, NonDividingBlockIsAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace tessel;
+
+TEST(BlockScores, EveryExecutorGivesTheSameScores) {
+  auto w = make_host_tensor<float>(make_shape(64, 96));
+  for (index_t i = 0; i < 64 * 96; ++i) w[i] = static_cast<float>(i % 37) * 0.25f - 4.0f;
+  for (auto const& b : {make_shape(8, 8), make_shape(64, 1), make_shape(1, 96)}) {
+    auto serial = block_scores(w, b, SumOfSquares{}, exec::Serial{});
+    auto threads = block_scores(w, b, SumOfSquares{}, exec::OpenMP{.threads = 2});
+    auto l2 = block_scores(w, b, exec::Auto{.parallel_threshold = 0});
+    auto first = block_scores(
+        w, b, [](auto const& block) { return block(0); }, exec::OpenMP{.threads = 2});
+    index_t const n = to_index(size(serial.layout()));
+    index_t const cols = to_index(get<1>(b));
+    index_t const rows = to_index(get<0>(b));
+    for (index_t g = 0; g < n; ++g) {
+      EXPECT_EQ(serial[g], threads[g]);
+      EXPECT_FLOAT_EQ(l2[g], std::sqrt(serial[g]));
+      index_t const grid_cols = 96 / cols;
+      EXPECT_EQ(first[g], w(g / grid_cols * rows, g % grid_cols * cols));
+    }
+  }
+}
+
+// A score of one's own, as an expression of the block view: the largest |x| of each block.
+struct MaxAbs {
+  template <class E>
+  static auto of_blocks(E const& blocks) {
+    return max(abs(blocks), mode<-1>);
+  }
+};
+
+TEST(BlockScores, AScoreTypeWithAnExpressionRunsThroughTheExecutor) {
+  auto w = make_w();
+  w(1, 6) = -100.0f;
+  auto s = block_scores(w, make_shape(2, 4), MaxAbs{}, exec::Serial{});
+  EXPECT_EQ(s(0, 0), 13.0f);
+  EXPECT_EQ(s(0, 1), 100.0f);
+  EXPECT_EQ(s(1, 1), 37.0f);
+}
+
+}  // namespace

@@ -82,3 +82,48 @@ TEST(NMCheck, ShapeErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace tessel;
+
+TEST(NMCheck, LargeGroupsWithAnyExecutor) {
+  // 16:64 along the rows of a (6, 256) tensor: four groups per row; the first violation is the
+  // group at (2,128) with 17 nonzeros, and a later one at (5,0) must not hide it.
+  auto t = make_host_tensor<float>(make_shape(6, 256));
+  for (index_t r = 0; r < 6; ++r)
+    for (index_t c = 0; c < 256; c += 4) t(r, c) = 1.0f;  // 16 per group: allowed
+  t(2, 129) = -2.0f;
+  t(5, 1) = 3.0f;
+  NMPattern const p{16, 64};
+  for (auto v :
+       {first_violation(t, p, exec::Serial{}), first_violation(t, p, exec::OpenMP{.threads = 2}),
+        first_violation(t, p, exec::Auto{.parallel_threshold = 0})}) {
+    ASSERT_TRUE(v.has_value());
+    EXPECT_EQ(v->group_start, (std::vector<index_t>{2, 128}));
+    EXPECT_EQ(v->nonzeros, 17);
+  }
+  t(2, 129) = 0.0f;
+  t(5, 1) = 0.0f;
+  EXPECT_TRUE(satisfies(t, p, exec::OpenMP{.threads = 2}));
+  EXPECT_EQ(count_nonzero(t, exec::OpenMP{.threads = 2}), 6 * 64);
+  EXPECT_DOUBLE_EQ(density(t, exec::Serial{}), 0.25);
+}
+
+TEST(NMCheck, GroupsOfBlocksAlongTheFirstModeOfAView) {
+  // Blocks (2, 1) of T = W^T, grouped 2 at a time down T's columns: W(0, 0) and W(0, 2) make
+  // blocks (0, 0) and (1, 0) of T nonzero, the group at (0, 0); W(2, 1) only block (0, 2).
+  auto t = matrix({1, 0, 1, 0,  //
+                   0, 0, 0, 0,  //
+                   0, 1, 0, 0,  //
+                   0, 0, 0, 0},
+                  4, 4);
+  auto v = first_violation<0>(transpose(t), NMPattern{1, 2}, make_shape(2, 1));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->group_start, (std::vector<index_t>{0, 0}));
+  EXPECT_EQ(v->mode, 0u);
+  EXPECT_TRUE(v->blocks);
+  EXPECT_TRUE(satisfies<0>(transpose(t), NMPattern{2, 2}, make_shape(2, 1)));
+}
+
+}  // namespace

@@ -194,3 +194,61 @@ TEST(NMMask, KeepMasksOfTheWrongShapeWriteNothing) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace tessel;
+
+TEST(NMMask, EveryExecutorGivesTheSameMask) {
+  auto w = random_matrix(64, 256, 31);
+  auto b = random_matrix(256, 64, 32);
+  auto serial = nm_mask(w, p24, exec::Serial{});
+  auto threads = nm_mask(w, p24, exec::OpenMP{.threads = 2});
+  auto wide = nm_mask(w, NMPattern{16, 64}, exec::Auto{.parallel_threshold = 0});  // large groups
+  auto wide_serial = nm_mask(w, NMPattern{16, 64}, exec::Serial{});
+  auto coupled = nm_mask_coupled(p24, w, transpose(b), exec::OpenMP{.threads = 2});
+  auto coupled_serial = nm_mask_coupled(p24, w, transpose(b));
+  auto blocks = nm_mask(w, p24, make_shape(2, 2), L1Norm{}, exec::OpenMP{.threads = 2});
+  auto blocks_serial = nm_mask(w, p24, make_shape(2, 2), L1Norm{}, exec::Serial{});
+  for (index_t i = 0; i < 64 * 256; ++i) {
+    ASSERT_EQ(serial[i], threads[i]);
+    ASSERT_EQ(wide[i], wide_serial[i]);
+    ASSERT_EQ(coupled[i], coupled_serial[i]);
+  }
+  for (index_t i = 0; i < 32 * 128; ++i) ASSERT_EQ(blocks[i], blocks_serial[i]);
+  expect_two_largest_of_four(w, serial);
+  // Large groups keep exactly 16 of 64, the largest |w|.
+  for (index_t r = 0; r < 64; ++r)
+    for (index_t g = 0; g < 256; g += 64) {
+      int count = 0;
+      float min_kept = INFINITY, max_dropped = 0.0f;
+      for (index_t c = g; c < g + 64; ++c) {
+        float const a = std::fabs(w(r, c));
+        if (wide(r, c)) {
+          ++count;
+          min_kept = std::min(min_kept, a);
+        } else {
+          max_dropped = std::max(max_dropped, a);
+        }
+      }
+      EXPECT_EQ(count, 16);
+      EXPECT_GE(min_kept, max_dropped);
+    }
+}
+
+TEST(NMMask, ApplyWithAnExecutorPrunesInPlace) {
+  auto a = random_matrix(8, 16, 41);
+  auto b = random_matrix(16, 8, 42);
+  auto keep = apply_nm_coupled(p24, a, transpose(b), exec::OpenMP{.threads = 2});
+  EXPECT_TRUE(satisfies(a, p24, exec::Serial{}));
+  EXPECT_TRUE(satisfies<0>(b, p24));
+  for (index_t r = 0; r < 8; ++r)
+    for (index_t c = 0; c < 16; ++c) EXPECT_EQ(a(r, c) != 0.0f, keep(r, c));
+  auto w = random_matrix(8, 16, 43);
+  auto block_keep = apply_nm(w, p24, make_shape(1, 2), exec::Serial{});
+  EXPECT_TRUE(satisfies(w, p24, make_shape(1, 2), exec::OpenMP{.threads = 2}));
+  EXPECT_EQ(count_nonzero(w), 8 * 16 / 2);
+  EXPECT_EQ(to_vector(block_keep.shape()), (std::vector<std::int64_t>{8, 8}));
+}
+
+}  // namespace

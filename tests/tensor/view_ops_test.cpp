@@ -5,7 +5,7 @@
 
 #include <array>
 
-#include <tessel/tensor/block_update.hpp>
+#include <tessel/sparsity/block_update.hpp>
 #include <tessel/tensor/host_tensor.hpp>
 #include <tessel/tensor/materialize.hpp>
 #include <tessel/tensor/view_queries.hpp>

@@ -50,6 +50,10 @@ template <class X>
 concept HostExecutor = std::same_as<std::remove_cvref_t<X>, Serial> ||
     std::same_as<std::remove_cvref_t<X>, OpenMP> || std::same_as<std::remove_cvref_t<X>, Auto>;
 
+// Any executor: what a workload entry point's last argument may be.
+template <class X>
+concept Executor = HostExecutor<X> || DeviceExecutor<X>;
+
 // True when tessel was compiled with OpenMP (the OpenMP executor then uses threads).
 constexpr bool openmp_available() noexcept {
 #if defined(_OPENMP)

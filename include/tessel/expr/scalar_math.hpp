@@ -2,7 +2,9 @@
 // and kernel bodies are built from. NaN handling follows PyTorch: max / min propagate NaN.
 #pragma once
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <type_traits>
@@ -55,6 +57,11 @@ template <class T>
 TESSEL_HOST_DEVICE constexpr T abs(T x) noexcept {
   if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) {
     return x;
+  } else if constexpr (std::is_floating_point_v<T> && (sizeof(T) == 4 || sizeof(T) == 8)) {
+    // The sign bit cleared: abs(-0) is +0, NaN stays NaN, and no branch (a branch on the sign
+    // mispredicts half the time on data of random sign, e.g. an L1 norm of weights).
+    using U = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+    return std::bit_cast<T>(static_cast<U>(std::bit_cast<U>(x) & ~(U{1} << (sizeof(U) * 8 - 1))));
   } else if constexpr (std::is_floating_point_v<T>) {
     return x < T(0) ? -x : (x == T(0) ? T(0) : x);  // abs(-0) is +0; NaN stays NaN
   } else {

@@ -1,6 +1,7 @@
 // Applying keep masks in place. The sparsity layer's masks say what survives (true = kept), as
 // torch.nn.utils.prune and cuSPARSELt masks do; apply_keep_mask zeroes every block whose keep
-// value is false. (apply_mask, in tensor/block_update.hpp, is the complement: true = zero it.)
+// value is false, through the executor. (apply_mask, in sparsity/block_update.hpp, is the
+// complement: true = zero it.)
 #pragma once
 
 #include <cstddef>
@@ -9,9 +10,11 @@
 
 #include "../core/int.hpp"
 #include "../core/tuple.hpp"
+#include "../exec/executors.hpp"
 #include "../tensor/block_grid.hpp"
-#include "../tensor/block_update.hpp"
 #include "../tensor/tensor.hpp"
+#include "../tensor/views.hpp"
+#include "block_update.hpp"
 
 namespace tessel {
 
@@ -28,22 +31,22 @@ constexpr auto unit_block() {
 // Zeroes in place every block of t whose keep value is false; keep has the block grid's shape
 // (s0/b0, s1/b1, ...). tessel::Error before anything is written when the shapes disagree ("keep
 // mask grid has shape (3,4) but tensor (8,16) with blocks (2,4) needs (4,4).").
-template <class T, TensorType G, class B>
+// Writes only the zeroed blocks (as apply_mask does; a where() for single elements).
+// @pre keep does not overlap t's elements
+template <class T, TensorType G, IntTuple B, exec::Executor X = exec::Auto>
 requires TensorType<T>
-void apply_keep_mask(T&& t, G const& keep, B const& block_shape) {
-  using V = typename std::remove_cvref_t<T>::value_type;
-  detail::update_blocks(std::forward<T>(t), keep, block_shape, "keep mask",
-                        [](auto& x, auto const& kept) {
-                          if (!static_cast<bool>(kept)) x = V{};
-                        });
+void apply_keep_mask(T&& t, G const& keep, B const& block_shape, X const& executor = {}) {
+  auto view = t.view();
+  auto b = detail::checked_block_update<X>(view, keep, block_shape, "keep mask");
+  detail::zero_blocks<false>(executor, view, keep, b);
 }
 
 // An element-level keep mask (the shape of t): zeroes every element whose keep value is false.
-template <class T, TensorType G>
+template <class T, TensorType G, exec::Executor X = exec::Auto>
 requires TensorType<T>
-void apply_keep_mask(T&& t, G const& keep) {
+void apply_keep_mask(T&& t, G const& keep, X const& executor = {}) {
   constexpr std::size_t r = detail::flat_rank<std::remove_cvref_t<T>>();
-  apply_keep_mask(std::forward<T>(t), keep, detail::unit_block<r>());
+  apply_keep_mask(std::forward<T>(t), keep, detail::unit_block<r>(), executor);
 }
 
 }  // namespace tessel

@@ -2,20 +2,25 @@
 // and apply them in place. Groups of elements (|w| decides), groups of blocks (a block score
 // decides), and coupled tensors that share one mask (the sum of their |w| decides). Any view works
 // as input: a transposed or permuted view moves the groups to another mode, a block view groups
-// inside blocks.
+// inside blocks. Every function takes an executor last (exec::Auto{} by default; exec::Cuda{stream}
+// for device tensors, whose masks are then device tensors): the groups are the scopes of the top-k
+// row body, which reads |w| where it lies, so nothing is copied.
 #pragma once
 
 #include <cstddef>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include "../core/error.hpp"
 #include "../core/int_tuple.hpp"
+#include "../exec/executors.hpp"
 #include "../tensor/block_grid.hpp"
-#include "../tensor/for_each_coordinate.hpp"
-#include "../tensor/host_tensor.hpp"
 #include "../tensor/tensor.hpp"
 #include "block_scores.hpp"
+#include "detail/backend.hpp"
+#include "detail/scope_offsets.hpp"
+#include "detail/select_bodies.hpp"
 #include "keep_mask.hpp"
 #include "nm_pattern.hpp"
 #include "topk.hpp"
@@ -52,15 +57,6 @@ auto checked_nm_group(S const& shape, NMPattern<N, M> const& p, bool blocks, cha
   return nm_group_shape<Mode, r>(p);
 }
 
-// |t| as an owning host tensor of score type S (shape product_each(shape(t))).
-template <class S, TensorType T>
-auto abs_scores(T const& t) {
-  auto shape = product_each(t.shape());
-  auto out = make_host_tensor<S>(shape);
-  for_each_coordinate(shape, [&](auto... c) { out(c...) = static_cast<S>(abs_value(t(c...))); });
-  return out;
-}
-
 template <TensorType A, TensorType B>
 void check_coupled_shapes(A const& a, B const& b) {
   auto sa = product_each(a.shape());
@@ -70,16 +66,53 @@ void check_coupled_shapes(A const& a, B const& b) {
                          plain_string(sb), "; every coupled tensor needs the same shape."));
 }
 
+// f(executor, tensors...) for arguments (tensors..., [executor]): the trailing executor, or
+// exec::Auto{} when the last argument is a tensor.
+template <class F, class... Args>
+decltype(auto) with_trailing_executor(F&& f, Args&&... args) {
+  using Last = std::remove_cvref_t<std::tuple_element_t<sizeof...(Args) - 1, std::tuple<Args...>>>;
+  if constexpr (exec::Executor<Last>) {
+    auto all = std::forward_as_tuple(args...);
+    return [&]<std::size_t... I>(std::index_sequence<I...>)->decltype(auto) {
+      return f(std::get<sizeof...(Args) - 1>(all), std::get<I>(all)...);
+    }
+    (std::make_index_sequence<sizeof...(Args) - 1>{});
+  } else {
+    return f(exec::Auto{}, args...);
+  }
+}
+
+// The scopes of t for the top-k body: groups of `group` over t's own layout, as elements of V.
+template <TensorType T, Tuple G>
+auto element_scopes(T const& t, G const& group) {
+  using V = std::remove_cv_t<typename T::value_type>;
+  auto v = t.view();
+  return scope_source<V const>(v.data(), v.layout(), group);
+}
+
+template <int Mode, exec::Executor X, class N, class M, TensorType T0, TensorType... Ts>
+auto nm_mask_coupled_on(X const& executor, NMPattern<N, M> const& p, T0 const& t0,
+                        Ts const&... ts) {
+  check_tensors_reach<X, T0, Ts...>();
+  (check_coupled_shapes(t0, ts), ...);
+  auto shape = product_each(t0.shape());
+  auto group = checked_nm_group<Mode>(shape, p, false, "tensor");
+  using S = std::common_type_t<score_type_t<std::remove_cv_t<typename T0::value_type>>,
+                               score_type_t<std::remove_cv_t<typename Ts::value_type>>...>;
+  return topk_keep(executor, shape, group, to_index(p.n),
+                   abs_sum_scores<S>(element_scopes(t0, group), element_scopes(ts, group)...));
+}
+
 }  // namespace detail
 
 // The N:M keep mask of a score tensor: in every group of p.m consecutive entries along mode Mode
 // (-1: the last mode), the p.n highest scores are kept (ties: the lower index). The mask is an
-// owning bool host tensor of the scores' shape.
-template <int Mode = -1, TensorType S, class N, class M>
-auto nm_mask_from_scores(S const& scores, NMPattern<N, M> const& p) {
+// owning bool tensor of the scores' shape, where the scores live.
+template <int Mode = -1, TensorType S, class N, class M, exec::Executor X = exec::Auto>
+auto nm_mask_from_scores(S const& scores, NMPattern<N, M> const& p, X const& executor = {}) {
   auto shape = product_each(scores.shape());
   auto group = detail::checked_nm_group<Mode>(shape, p, false, "score tensor");
-  return topk_mask(scores, group, p.n);
+  return topk_mask(scores, group, p.n, executor);
 }
 
 // The N:M keep mask of t: in every group of p.m consecutive elements along mode Mode (-1: the
@@ -88,70 +121,91 @@ auto nm_mask_from_scores(S const& scores, NMPattern<N, M> const& p) {
 // not divide that extent: "a 2:4 pattern along mode 1 needs a multiple of 4 elements along that
 // mode, but the tensor has shape (4,10)."
 // @post every group has exactly p.n kept entries; each kept |t| >= each dropped |t| of its group
-template <int Mode = -1, TensorType T, class N, class M>
-auto nm_mask(T const& t, NMPattern<N, M> const& p) {
-  auto group = detail::checked_nm_group<Mode>(product_each(t.shape()), p, false, "tensor");
-  using S = detail::score_type_t<typename T::value_type>;
-  return topk_mask(detail::abs_scores<S>(t), group, p.n);
+template <int Mode = -1, TensorType T, class N, class M, exec::Executor X = exec::Auto>
+auto nm_mask(T const& t, NMPattern<N, M> const& p, X const& executor = {}) {
+  return detail::nm_mask_coupled_on<Mode>(executor, p, t);
 }
 
-// The N:M keep mask over the blocks of t: blocks of block_shape are scored (L2Norm by default),
-// and in every group of p.m consecutive blocks along mode Mode the p.n best are kept. The mask has
-// the block grid's shape; with a static pattern, block shape and tensor shape it is static.
-template <int Mode = -1, TensorType T, class N, class M, class B, class Score = L2Norm>
-auto nm_mask(T const& t, NMPattern<N, M> const& p, B const& block_shape, Score const& score = {}) {
+// The N:M keep mask over the blocks of t: blocks of block_shape are scored (L2Norm by default; see
+// block_scores for which scores run on device tensors), and in every group of p.m consecutive
+// blocks along mode Mode the p.n best are kept. The mask has the block grid's shape; with a static
+// pattern, block shape and tensor shape it is static.
+template <int Mode = -1, TensorType T, class N, class M, IntTuple B, BlockScore Score = L2Norm,
+          exec::Executor X = exec::Auto>
+auto nm_mask(T const& t, NMPattern<N, M> const& p, B const& block_shape, Score const& score = {},
+             X const& executor = {}) {
+  detail::check_tensors_reach<X, T>();
   auto grid = block_grid_shape(t, block_shape);
   auto group = detail::checked_nm_group<Mode>(grid, p, true, "block grid");
-  return topk_mask(block_scores(t, block_shape, score), group, p.n);
+  return topk_mask(block_scores(t, block_shape, score, executor), group, p.n, executor);
+}
+
+// nm_mask over blocks scored by L2Norm, with an executor.
+template <int Mode = -1, TensorType T, class N, class M, IntTuple B, exec::Executor X>
+auto nm_mask(T const& t, NMPattern<N, M> const& p, B const& block_shape, X const& executor) {
+  return nm_mask<Mode>(t, p, block_shape, L2Norm{}, executor);
 }
 
 // Prunes t in place to the N:M pattern (the N largest |t| of every group survive) and returns the
 // keep mask it applied. Nothing is written when a check fails.
-template <int Mode = -1, class T, class N, class M>
+template <int Mode = -1, class T, class N, class M, exec::Executor X = exec::Auto>
 requires TensorType<T>
-auto apply_nm(T&& t, NMPattern<N, M> const& p) {
-  auto keep = nm_mask<Mode>(t, p);
-  apply_keep_mask(t, keep);
+auto apply_nm(T&& t, NMPattern<N, M> const& p, X const& executor = {}) {
+  auto keep = nm_mask<Mode>(t, p, executor);
+  apply_keep_mask(t, keep, executor);
   return keep;
 }
 
 // Prunes t in place to the N:M pattern over blocks of block_shape; returns the block keep mask.
-template <int Mode = -1, class T, class N, class M, class B, class Score = L2Norm>
+template <int Mode = -1, class T, class N, class M, IntTuple B, BlockScore Score = L2Norm,
+          exec::Executor X = exec::Auto>
 requires TensorType<T>
-auto apply_nm(T&& t, NMPattern<N, M> const& p, B const& block_shape, Score const& score = {}) {
-  auto keep = nm_mask<Mode>(t, p, block_shape, score);
-  apply_keep_mask(t, keep, block_shape);
+auto apply_nm(T&& t, NMPattern<N, M> const& p, B const& block_shape, Score const& score = {},
+              X const& executor = {}) {
+  auto keep = nm_mask<Mode>(t, p, block_shape, score, executor);
+  apply_keep_mask(t, keep, block_shape, executor);
   return keep;
+}
+
+// apply_nm over blocks scored by L2Norm, with an executor.
+template <int Mode = -1, class T, class N, class M, IntTuple B, exec::Executor X>
+requires TensorType<T>
+auto apply_nm(T&& t, NMPattern<N, M> const& p, B const& block_shape, X const& executor) {
+  return apply_nm<Mode>(std::forward<T>(t), p, block_shape, L2Norm{}, executor);
 }
 
 // One N:M keep mask shared by tensors viewed the same way (e.g. a weight and the transposed view
-// of its partner): an element's score is the sum of |t_i| at that coordinate over all tensors.
+// of its partner): an element's score is the sum of |t_i| at that coordinate over all tensors,
+// added in argument order. The arguments are the tensors, then optionally the executor.
 // tessel::Error when the shapes differ ("coupled tensors have shapes (4,8) and (8,4); every
 // coupled tensor needs the same shape.").
-template <int Mode = -1, class N, class M, TensorType T0, TensorType... Ts>
-auto nm_mask_coupled(NMPattern<N, M> const& p, T0 const& t0, Ts const&... ts) {
-  (detail::check_coupled_shapes(t0, ts), ...);
-  auto group = detail::checked_nm_group<Mode>(product_each(t0.shape()), p, false, "tensor");
-  using S = std::common_type_t<detail::score_type_t<typename T0::value_type>,
-                               detail::score_type_t<typename Ts::value_type>...>;
-  auto scores = detail::abs_scores<S>(t0);
-  auto add = [&](auto const& t) {
-    for_each_coordinate(product_each(scores.shape()), [&](auto... c) {
-      scores(c...) += static_cast<S>(detail::abs_value(t(c...)));
-    });
-  };
-  (add(ts), ...);
-  return topk_mask(scores, group, p.n);
+template <int Mode = -1, class N, class M, class... Args>
+auto nm_mask_coupled(NMPattern<N, M> const& p, Args const&... args) {
+  static_assert(sizeof...(Args) > 0, "tessel: nm_mask_coupled takes at least one tensor.");
+  return detail::with_trailing_executor(
+      [&](auto const& executor, auto const&... ts) {
+        static_assert(sizeof...(ts) > 0 && (TensorType<std::remove_cvref_t<decltype(ts)>> && ...),
+                      "tessel: nm_mask_coupled takes tensors, then optionally an executor.");
+        return detail::nm_mask_coupled_on<Mode>(executor, p, ts...);
+      },
+      args...);
 }
 
 // Prunes every tensor in place with one shared N:M mask (see nm_mask_coupled); returns the mask.
-// All checks happen before any tensor is written.
-template <int Mode = -1, class N, class M, class... Ts>
-requires(sizeof...(Ts) > 0 &&
-         (TensorType<Ts> && ...)) auto apply_nm_coupled(NMPattern<N, M> const& p, Ts&&... ts) {
-  auto keep = nm_mask_coupled<Mode>(p, ts...);
-  (apply_keep_mask(ts, keep), ...);
-  return keep;
+// The arguments are the tensors, then optionally the executor. All checks happen before any
+// tensor is written.
+template <int Mode = -1, class N, class M, class... Args>
+auto apply_nm_coupled(NMPattern<N, M> const& p, Args&&... args) {
+  static_assert(sizeof...(Args) > 0, "tessel: apply_nm_coupled takes at least one tensor.");
+  return detail::with_trailing_executor(
+      [&](auto const& executor, auto&&... ts) {
+        static_assert(sizeof...(ts) > 0 && (TensorType<std::remove_cvref_t<decltype(ts)>> && ...),
+                      "tessel: apply_nm_coupled takes tensors, then optionally an executor.");
+        auto keep = detail::nm_mask_coupled_on<Mode>(executor, p, ts...);
+        (apply_keep_mask(ts, keep, executor), ...);
+        return keep;
+      },
+      std::forward<Args>(args)...);
 }
 
 }  // namespace tessel

@@ -9,7 +9,6 @@
 #include "../core/error.hpp"
 #include "../core/int_tuple.hpp"
 #include "../tensor/block_grid.hpp"
-#include "../tensor/for_each_coordinate.hpp"
 #include "../tensor/tensor.hpp"
 #include "../tensor/views.hpp"
 
@@ -58,7 +57,14 @@ void check_scope_shape(G const& grid_shape, S const& scope_shape) {
 // run-time-rank scope shape has the wrong rank; a static_assert when the values are static.
 template <IntTuple G, class S>
 auto scope_grid_shape(G const& grid_shape, S const& scope_shape) {
-  auto g = detail::as_mode_tuple(detail::normalize_int_tuple(grid_shape));
+  auto g = [&] {  // a single extent is a rank-1 grid
+    auto n = detail::normalize_int_tuple(grid_shape);
+    if constexpr (Integer<decltype(n)>) {
+      return make_tuple(n);
+    } else {
+      return n;
+    }
+  }();
   static_assert(FlatIntTuple<decltype(g)> && !DynRank<decltype(g)>,
                 "tessel: a block grid shape is a flat tuple of static rank.");
   constexpr std::size_t r = tuple_size_v<decltype(g)>;

@@ -1,43 +1,26 @@
 // Top-k per scope: the keep mask that keeps the k highest-scoring blocks of every scope. Exactly k
 // per scope, deterministically: ties go to the lower index within the scope (row-major), and NaN
-// scores rank below every number.
+// scores rank below every number. The selection is a row body (detail/select_bodies.hpp) run by
+// exec::for_each_row on the executor's tensors, host or device.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
-#include <numeric>
 #include <type_traits>
-#include <vector>
 
 #include "../core/error.hpp"
 #include "../core/int_tuple.hpp"
+#include "../exec/executors.hpp"
+#include "../exec/rows.hpp"
 #include "../tensor/block_grid.hpp"
-#include "../tensor/for_each_coordinate.hpp"
-#include "../tensor/host_tensor.hpp"
 #include "../tensor/tensor.hpp"
+#include "detail/backend.hpp"
+#include "detail/scope_offsets.hpp"
+#include "detail/select_bodies.hpp"
 #include "scope.hpp"
 
 namespace tessel {
 
 namespace detail {
-
-template <class V>
-constexpr bool is_nan(V const& x) {
-  if constexpr (std::is_floating_point_v<V>) {
-    return x != x;
-  } else {
-    return false;
-  }
-}
-
-// A strict total order on (score, index): higher scores first, NaN last, then lower index first.
-template <class V>
-constexpr bool ranks_before(V const& a, index_t ia, V const& b, index_t ib) {
-  bool na = is_nan(a), nb = is_nan(b);
-  if (na != nb) return nb;
-  if (!na && a != b) return b < a;
-  return ia < ib;
-}
 
 template <index_t K, index_t ScopeSize>
 struct StaticTopkCheck {
@@ -48,18 +31,37 @@ struct StaticTopkCheck {
   static constexpr bool ok = true;
 };
 
+// The keep mask (an owning bool tensor of grid_shape where X runs) keeping, in every scope of
+// scope_shape (a tuple of the grid's rank, already checked), the k members that `scores` (a
+// reader over the same scopes, see select_bodies.hpp) ranks highest. One row body per batch of
+// small scopes or per large scope, through exec::for_each_row.
+template <class X, Tuple G, Tuple S, class Scores>
+auto topk_keep(X const& executor, G const& grid_shape, S const& scope_shape, index_t k,
+               Scores const& scores) {
+  constexpr std::size_t r = tuple_size_v<S>;
+  auto mask = backend_t<X>::template make<bool>(executor, grid_shape);
+  auto const n = size(scope_shape);  // static when the scope shape is
+  index_t const scopes = to_index(n) > 0 ? to_index(size(grid_shape)) / to_index(n) : 0;
+  TopkRows<Scores, r, std::remove_const_t<decltype(n)>> body{
+      scores, scope_source(mask.data(), mask.layout(), scope_shape), scopes, n, k};
+  for_each_row(executor, body.rows(), body.row_work(), body);
+  return mask;
+}
+
 }  // namespace detail
 
 // The keep mask (true = kept) over a grid of scores: in every scope of scope_shape, the k blocks
-// with the highest scores are kept. The mask is an owning bool host tensor of the scores' shape.
-// tessel::Error (nothing computed) when the scope shape does not tile the grid, or when k < 0 or
-// k exceeds the scope size ("k = 5 exceeds the 4 blocks of a scope of shape (1,4)."); a
-// static_assert when those values are static.
+// with the highest scores are kept. The mask is an owning bool tensor of the scores' shape, where
+// the scores live (a host tensor, or a device tensor with exec::Cuda). tessel::Error (nothing
+// computed) when the scope shape does not tile the grid, or when k < 0 or k exceeds the scope
+// size ("k = 5 exceeds the 4 blocks of a scope of shape (1,4)."); a static_assert when those
+// values are static.
 // @post every scope has exactly k true entries, and every kept score is >= every dropped one
-template <TensorType Scores, class S, Integer K>
-auto topk_mask(Scores const& scores, S const& scope_shape, K k) {
+template <TensorType Scores, class S, Integer K, exec::Executor X = exec::Auto>
+auto topk_mask(Scores const& scores, S const& scope_shape, K k, X const& executor = {}) {
+  detail::check_tensors_reach<X, Scores>();
   auto grid_shape = product_each(scores.shape());
-  auto scopes = scope_grid_shape(grid_shape, scope_shape);
+  (void)scope_grid_shape(grid_shape, scope_shape);  // the scope-worded checks first
   constexpr std::size_t r = detail::flat_rank<Scores>();
   auto s = detail::block_shape_of_rank<r>(scope_shape, grid_shape, "scope shape");
   auto scope_size = size(s);
@@ -74,21 +76,11 @@ auto topk_mask(Scores const& scores, S const& scope_shape, K k) {
                                            to_index(scope_size), " blocks of a scope of shape ",
                                            detail::plain_string(s), "."));
   }
-  auto mask = make_host_tensor<bool>(grid_shape);
-  auto score_view = scores.view();
-  auto in_scope = scope_view(score_view, s);  // (S0, S1, ..., (g0, g1, ...))
-  auto keep = scope_view(mask, s);
-  index_t n = to_index(scope_size);
-  index_t kk = to_index(k);
-  std::vector<index_t> order(static_cast<std::size_t>(n));
-  for_each_coordinate(scopes, [&](auto... c) {
-    std::iota(order.begin(), order.end(), index_t{0});
-    std::partial_sort(order.begin(), order.begin() + kk, order.end(), [&](index_t a, index_t b) {
-      return detail::ranks_before(in_scope(c..., a), a, in_scope(c..., b), b);
-    });
-    for (index_t i = 0; i < kk; ++i) keep(c..., order[static_cast<std::size_t>(i)]) = true;
-  });
-  return mask;
+  using V = std::remove_cv_t<typename Scores::value_type>;
+  auto view = scores.view();
+  return detail::topk_keep(
+      executor, grid_shape, s, to_index(k),
+      detail::SourceScores<V, r>{detail::scope_source<V const>(view.data(), view.layout(), s)});
 }
 
 }  // namespace tessel

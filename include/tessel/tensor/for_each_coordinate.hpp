@@ -1,6 +1,7 @@
 // for_each_coordinate(shape, f): the sequential host loop over every coordinate of a shape, in
-// row-major order. It drives tessel's in-place block updates and the sparsity layer's masks until
-// those are routed through the expression layer's executors; nothing here is meant to be fast.
+// row-major order, for reference code and copies (materialize); nothing here is meant to be fast.
+// Work that should be fast, or run on a GPU, goes through an executor (tessel::assign,
+// exec::for_each_row).
 #pragma once
 
 #include <array>

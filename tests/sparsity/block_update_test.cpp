@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include <tessel/tensor/block_update.hpp>
+#include <tessel/sparsity/block_update.hpp>
 #include <tessel/tensor/host_tensor.hpp>
 #include <tessel/tensor/views.hpp>
 
@@ -131,6 +131,45 @@ TEST(BlockUpdate, RunTimeRankMismatchWritesNothing) {
   apply_mask(w, mask, ok);
   EXPECT_EQ(w(1, 3), 0.0f);
   EXPECT_EQ(w(1, 4), 21.0f);
+}
+
+}  // namespace
+
+namespace {
+
+using namespace tessel;
+
+TEST(BlockUpdate, EveryExecutorWritesTheSame) {
+  auto grid = make_host_tensor<float>(make_shape(4, 8));
+  auto mask = make_host_tensor<bool>(make_shape(4, 8));
+  for (index_t i = 0; i < 32; ++i) {
+    grid[i] = static_cast<float>(i % 5) - 2.0f;
+    mask[i] = i % 3 == 0;
+  }
+  auto run = [&](auto executor) {
+    auto w = numbered(64, 128);
+    apply_multiplier(transpose(w), transpose(grid), make_shape(16, 16), executor);
+    apply_mask(w, mask, make_shape(16, 16), executor);
+    return values(w);
+  };
+  auto const serial = run(exec::Serial{});
+  auto const w0 = numbered(64, 128);
+  for (index_t r = 0; r < 64; ++r)
+    for (index_t c = 0; c < 128; ++c) {
+      float const want = mask(r / 16, c / 16) ? 0.0f : w0(r, c) * grid(r / 16, c / 16);
+      ASSERT_EQ(serial[static_cast<std::size_t>(r * 128 + c)], want) << r << ", " << c;
+    }
+  EXPECT_EQ(run(exec::OpenMP{.threads = 2}), serial);
+  EXPECT_EQ(run(exec::Auto{.parallel_threshold = 0}), serial);
+}
+
+TEST(BlockUpdate, AGridOverlappingTheTensorIsReadBeforeItIsWritten) {
+  // The multiplier grid is the tensor's own first column: the executor sees the overlap and
+  // reads the grid before writing (a pass through a temporary).
+  auto w = numbered(4, 2);          // 1 2 / 3 4 / 5 6 / 7 8
+  auto column = w(_, range(0, 1));  // (4, 1): 1 3 5 7
+  apply_multiplier(w, column, make_shape(1, 2), exec::Serial{});
+  EXPECT_EQ(values(w), (std::vector<float>{1, 2, 9, 12, 25, 30, 49, 56}));
 }
 
 }  // namespace
