@@ -8,13 +8,13 @@
 #include <tessel/exec/body/context.hpp>
 #include <tessel/flce/loop_bodies.hpp>
 
-#include "flce/thread_block.hpp"
+#include "support/thread_block.hpp"
 
 namespace {
 
 using namespace tessel;
 using namespace tessel::flce;
-using tessel::flce::test::ThreadBlock;
+using tessel::test::ThreadBlock;
 
 TEST(SummarizeTargets, SumsTheNonIgnoredTargetsAndFindsTheFirstBadRowWithAnyLaneCount) {
   std::vector<std::int64_t> y = {3, -100, 0, 9, 2, 12, 3, -1, -100, 5};

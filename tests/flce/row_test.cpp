@@ -10,13 +10,13 @@
 #include <tessel/flce/row.hpp>
 
 #include "flce/reference.hpp"
-#include "flce/thread_block.hpp"
+#include "support/thread_block.hpp"
 
 namespace {
 
 using namespace tessel;
 using namespace tessel::flce;
-using tessel::flce::test::ThreadBlock;
+using tessel::test::ThreadBlock;
 
 static_assert(std::is_same_v<decltype(exec::SequentialContext::lanes()), Int<1>>);
 

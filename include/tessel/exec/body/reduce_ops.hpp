@@ -1,7 +1,7 @@
 // The arithmetic of every reduction, as operators a kernel body applies per element (update) and
 // per pair of partials (combine, which is the operator's call operator, so it can be handed to a
 // block reduction). Each has identity(), update(state, x, index), operator()(a, b) and
-// finalize(state, n). Host and device code alike.
+// finalize(state, n); PairOp runs two of them in one pass. Host and device code alike.
 #pragma once
 
 #include <limits>
@@ -141,6 +141,41 @@ struct LogSumExpOp {
   }
   TESSEL_HOST_DEVICE T finalize(LseState<T> s, index_t) const {
     return shift(s.max) + math::log(s.sum);
+  }
+};
+
+template <class A, class B>
+struct Pair {
+  A first;
+  B second;
+};
+
+// Two reductions in one pass and one lane reduction: an element is a Pair (a, b); a goes to OpA,
+// b to OpB, and the state, the combination and the result are the pairs of theirs. FLCE's pass
+// over a row of logits is PairOp<LogSumExpOp<C>, SumOp<C>>: the online logsumexp of z_j and the
+// label-smoothing sum of w_j z_j, without a second loop or a second block reduction.
+// @post finalize(s, n) == Pair{OpA.finalize(s.first, n), OpB.finalize(s.second, n)}
+template <class OpA, class OpB>
+struct PairOp {
+  using state_type = Pair<typename OpA::state_type, typename OpB::state_type>;
+
+  OpA op_a{};
+  OpB op_b{};
+
+  TESSEL_HOST_DEVICE constexpr state_type identity() const {
+    return {op_a.identity(), op_b.identity()};
+  }
+  template <class VA, class VB>
+  TESSEL_HOST_DEVICE state_type update(state_type s, Pair<VA, VB> x, index_t i) const {
+    return {op_a.update(s.first, x.first, i), op_b.update(s.second, x.second, i)};
+  }
+  TESSEL_HOST_DEVICE state_type operator()(state_type a, state_type b) const {
+    return {op_a(a.first, b.first), op_b(a.second, b.second)};
+  }
+  TESSEL_HOST_DEVICE auto finalize(state_type s, index_t n) const {
+    using RA = decltype(op_a.finalize(s.first, n));
+    using RB = decltype(op_b.finalize(s.second, n));
+    return Pair<RA, RB>{op_a.finalize(s.first, n), op_b.finalize(s.second, n)};
   }
 };
 
