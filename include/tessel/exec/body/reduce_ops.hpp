@@ -121,13 +121,16 @@ struct LogSumExpOp {
   TESSEL_HOST_DEVICE static constexpr T shift(T m) { return math::isfinite(m) ? m : T(0); }
 
   TESSEL_HOST_DEVICE constexpr LseState<T> identity() const { return {-math::infinity<T>(), T(0)}; }
-  // One exp per element: only the branch that raises the maximum rescales.
+  // One exp per element: only the branch that raises the maximum rescales. Below the maximum no
+  // shift is needed (the maximum is then > -inf; an infinite one has made the sum +inf already,
+  // which adding exp(x - inf) = 0 leaves as it is), so the common case is a compare and an exp.
   TESSEL_HOST_DEVICE LseState<T> update(LseState<T> s, T x, index_t) const {
-    if (x <= s.max) {
-      s.sum += math::exp(x - shift(s.max));
+    if (x < s.max) {
+      s.sum += math::exp(x - s.max);
       return s;
     }
-    // x > max, or either is NaN (then the sum becomes NaN and stays NaN).
+    // x >= max (a tie adds exp(0) = 1, as the branch above would), or either is NaN (then the sum
+    // becomes NaN and stays NaN).
     T const sh = shift(x);
     s.sum = s.sum * math::exp(s.max - sh) + math::exp(x - sh);
     s.max = math::isnan(s.max) ? s.max : x;
