@@ -109,10 +109,13 @@ TESSEL_HOST_DEVICE RowLoss<C> fused_row(Ctx const& ctx, RowRefs<L, G, T> const& 
     return loss;
   };
   RowSoftmaxOp<C> const op{};
-  if (r.grad == nullptr) return loss_of(exec::row_reduction(ctx, op, element, vocab));
 
   // The epilogue: g_j = (a + b W + zc) p_j - a [j = t] - b w_j, times the softcap's derivative.
-  // The target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in 16 bits.
+  // The target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in 16 bits. A
+  // loss-only pass writes nothing: its loop is empty and the compiler drops it. (One reduction
+  // site for both cases keeps the whole row inlined into one loop nest: a second call would be
+  // outlined, and then every exp call would force the row's pointers to be reloaded.)
+  bool const writes = r.grad != nullptr;
   auto gradient = [&](exec::Pair<C, C> const& s) {
     C const lse = s.first;
     C const a = ce_grad_scale * w_t * k.one_minus_smoothing;
@@ -120,6 +123,7 @@ TESSEL_HOST_DEVICE RowLoss<C> fused_row(Ctx const& ctx, RowRefs<L, G, T> const& 
     C const zc = z_grad_scale * C(2) * k.lse_square_scale * lse;
     C const p_coefficient = a + b * k.class_weight_sum + zc;
     return [&, lse, a, b, p_coefficient](index_t j) {
+      if (!writes) return;
       C const x = raw_logit(j);
       C const t = capped ? math::tanh(x / k.softcap) : C(0);
       C const z = capped ? k.softcap * t : x;
