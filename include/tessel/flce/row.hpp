@@ -16,6 +16,8 @@
 // and, with a softcap c, d z_j / d raw_j = 1 - tanh(raw_j / c)^2.
 #pragma once
 
+#include <type_traits>
+
 #include "../core/config.hpp"
 #include "../core/int.hpp"
 #include "../exec/body/reduce_ops.hpp"
@@ -57,8 +59,9 @@ struct RowLoss {
   C z = 0;   // lse_square_scale * lse^2
 };
 
-// Pass 1 reduces (z_j, w_j z_j) with this: the online logsumexp of the logits and the smoothing
-// sum, in one sweep and one lane reduction. Its result is (lse, sum_j w_j z_j).
+// With label smoothing the row reduces (z_j, w_j z_j) with this: the online logsumexp of the
+// logits and the smoothing sum, in one sweep and one lane reduction. Its result is
+// (lse, sum_j w_j z_j). Without, exec's LogSumExpOp alone.
 template <class C>
 using RowSoftmaxOp = exec::PairOp<exec::LogSumExpOp<C>, exec::SumOp<C>>;
 
@@ -70,9 +73,10 @@ using RowSoftmaxOp = exec::PairOp<exec::LogSumExpOp<C>, exec::SumOp<C>>;
 // @pre target == k.ignore_index or 0 <= target < vocab
 // @post with r.grad set, r.grad[0, vocab) holds the scaled gradient (zeros for an ignored row)
 template <class Ctx, class L, class G, class T, class C, Integer Vocab>
-TESSEL_HOST_DEVICE RowLoss<C> fused_row(Ctx const& ctx, RowRefs<L, G, T> const& r, Vocab vocab,
-                                        index_t target, RowConstants<C> const& k, C ce_grad_scale,
-                                        C z_grad_scale) {
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
+                                                           RowRefs<L, G, T> const& r, Vocab vocab,
+                                                           index_t target, RowConstants<C> const& k,
+                                                           C ce_grad_scale, C z_grad_scale) {
   if (target == k.ignore_index) {
     if (r.grad != nullptr)
       for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) r.grad[j] = G(C(0));
@@ -95,46 +99,58 @@ TESSEL_HOST_DEVICE RowLoss<C> fused_row(Ctx const& ctx, RowRefs<L, G, T> const& 
   C const w_t = class_weight(target);
   C const z_t = cap(raw_logit(target));
 
-  // Pass 1: max, sum of exponentials (one exp per element) and the smoothing sum.
-  auto element = [&](index_t j) {
-    C const z = cap(raw_logit(j));
-    return exec::Pair<C, C>{z, k.smoothing ? class_weight(j) * z : C(0)};
-  };
-  auto loss_of = [&](exec::Pair<C, C> const& s) {
-    C const lse = s.first;
+  // The reduction then the epilogue, compiled once with label smoothing and once without: a row
+  // without smoothing reduces its logits with exec's logsumexp alone, with it the logsumexp
+  // paired with the sum of w_j z_j (RowSoftmaxOp), so neither pays for the other's work per
+  // element. The epilogue: g_j = (a + b W + zc) p_j - a [j = t] - b w_j, times the softcap's
+  // derivative; the target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in
+  // 16 bits. A loss-only pass writes nothing (its empty loop is dropped): one reduction site for
+  // both cases keeps the row one inlined loop nest.
+  bool const writes = r.grad != nullptr;
+  auto row = [&](auto smoothing_tag) {
+    constexpr bool smoothing = decltype(smoothing_tag)::value;
+    using Op = std::conditional_t<smoothing, RowSoftmaxOp<C>, exec::LogSumExpOp<C>>;
+    auto element = [&](index_t j) {
+      C const z = cap(raw_logit(j));
+      if constexpr (smoothing)
+        return exec::Pair<C, C>{z, class_weight(j) * z};
+      else
+        return z;
+    };
+    auto lse_of = [](auto const& s) {
+      if constexpr (smoothing)
+        return s.first;
+      else
+        return s;
+    };
+    auto gradient = [&](auto const& s) {
+      C const lse = lse_of(s);
+      C const a = ce_grad_scale * w_t * k.one_minus_smoothing;
+      C const b = ce_grad_scale * k.smoothing_per_class;
+      C const zc = z_grad_scale * C(2) * k.lse_square_scale * lse;
+      C const p_coefficient = a + b * k.class_weight_sum + zc;
+      return [&, lse, a, b, p_coefficient](index_t j) {
+        if (!writes) return;
+        C const x = raw_logit(j);
+        C const t = capped ? math::tanh(x / k.softcap) : C(0);
+        C const z = capped ? k.softcap * t : x;
+        C g = p_coefficient * math::exp(z - lse);
+        if (j == target) g -= a;
+        if constexpr (smoothing) g -= b * class_weight(j);
+        if (capped) g *= C(1) - t * t;
+        r.grad[j] = G(g);
+      };
+    };
+    auto const s = exec::row_reduce_epilogue_body(ctx, Op{}, element, vocab, gradient);
+    C const lse = lse_of(s);
     RowLoss<C> loss;
     loss.ce = w_t * k.one_minus_smoothing * (lse - z_t);
-    if (k.smoothing) loss.ce += k.smoothing_per_class * (k.class_weight_sum * lse - s.second);
+    if constexpr (smoothing)
+      loss.ce += k.smoothing_per_class * (k.class_weight_sum * lse - s.second);
     loss.z = k.lse_square_scale * lse * lse;
     return loss;
   };
-  RowSoftmaxOp<C> const op{};
-
-  // The epilogue: g_j = (a + b W + zc) p_j - a [j = t] - b w_j, times the softcap's derivative.
-  // The target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in 16 bits. A
-  // loss-only pass writes nothing: its loop is empty and the compiler drops it. (One reduction
-  // site for both cases keeps the whole row inlined into one loop nest: a second call would be
-  // outlined, and then every exp call would force the row's pointers to be reloaded.)
-  bool const writes = r.grad != nullptr;
-  auto gradient = [&](exec::Pair<C, C> const& s) {
-    C const lse = s.first;
-    C const a = ce_grad_scale * w_t * k.one_minus_smoothing;
-    C const b = ce_grad_scale * k.smoothing_per_class;
-    C const zc = z_grad_scale * C(2) * k.lse_square_scale * lse;
-    C const p_coefficient = a + b * k.class_weight_sum + zc;
-    return [&, lse, a, b, p_coefficient](index_t j) {
-      if (!writes) return;
-      C const x = raw_logit(j);
-      C const t = capped ? math::tanh(x / k.softcap) : C(0);
-      C const z = capped ? k.softcap * t : x;
-      C g = p_coefficient * math::exp(z - lse);
-      if (j == target) g -= a;
-      if (k.smoothing) g -= b * class_weight(j);
-      if (capped) g *= C(1) - t * t;
-      r.grad[j] = G(g);
-    };
-  };
-  return loss_of(exec::row_reduce_epilogue_body(ctx, op, element, vocab, gradient));
+  return k.smoothing ? row(std::true_type{}) : row(std::false_type{});
 }
 
 // The row body of one chunk, for exec::for_each_row: row i of the chunk is row first_row + i of
@@ -178,8 +194,11 @@ struct ChunkRows {
     refs.bias_stride = bias_stride;
     refs.class_weights = class_weights;
     refs.class_weight_stride = class_weight_stride;
+    // A local copy: the gradient's stores (through refs.grad) cannot alias it, so its fields stay
+    // in registers across the row's loops instead of being reloaded after every store.
+    RowConstants<C> const constants = k;
     RowLoss<C> const l =
-        fused_row(ctx, refs, vocab, static_cast<index_t>(target[row * target_stride]), k,
+        fused_row(ctx, refs, vocab, static_cast<index_t>(target[row * target_stride]), constants,
                   static_cast<C>(dy * scales.ce), static_cast<C>(dy * scales.z));
     if (ctx.lane() == 0) {
       row_ce[row] = l.ce;
