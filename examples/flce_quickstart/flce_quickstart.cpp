@@ -1,7 +1,8 @@
 // FLCE quickstart: the loss and gradients of cross_entropy(x @ W.T + b, y) without the (BT, V)
-// logits, on the host; the plan of a Llama-3-sized problem computed by the compiler.
+// logits, on the host's executor; the plan of a Llama-3-sized problem computed by the compiler.
 #include <cstdint>
 #include <cstdio>
+#include <type_traits>
 #include <vector>
 
 #include <tessel/tessel.hpp>
@@ -25,7 +26,11 @@ int main() {
   flce::FlcePlan plan = flce::forward(input, weight, target, {.label_smoothing = 0.1},
                                       {.loss = make_tensor(&loss, make_shape(1)),
                                        .grad_input = make_tensor(dx.data(), make_shape(4, 3)),
-                                       .grad_weight = make_tensor(dw.data(), make_shape(5, 3))});
+                                       .grad_weight = make_tensor(dw.data(), make_shape(5, 3))},
+                                      exec::Auto{});  // the executor (the default): host threads
+  // The loop that ran was instantiated with the static plan: chunks of 2 rows, V = 5 as types.
+  using Loop = flce::lowered_t<decltype(input), decltype(weight), decltype(target), exec::Auto>;
+  static_assert(std::is_same_v<Loop::plan_type, flce::StaticFlcePlan<4, 3, 5, 2>>);
   std::printf("loss %.6f (mean over 3 rows; %ld chunk(s) of %ld rows)\n", loss,
               static_cast<long>(plan.num_chunks), static_cast<long>(plan.chunk_size));
   std::printf("grad_input row 0: % .6f % .6f % .6f\n", dx[0], dx[1], dx[2]);

@@ -1,5 +1,5 @@
-// lm_demo's CUDA executor: the LM head runs tessel's CUDA FLCE (cuBLAS GEMMs per chunk and the
-// fused row kernel) and the step runs DeviceShampoo (batched cuBLAS/cuSOLVER per block group).
+// lm_demo's CUDA executor: the LM head runs tessel's CUDA FLCE (flce::forward on exec::Cuda:
+// cuBLAS GEMMs per chunk and the fused row kernel, instantiated with the static flce_plan) and the step runs DeviceShampoo (batched cuBLAS/cuSOLVER per block group).
 // The parameters live on the device; after each step they are copied back to the host, where the
 // embedding and the hidden layer run (they have no device path in this demo). Per step the host
 // sends the hidden activations, the targets and two gradients, and receives d loss / d h and the
@@ -60,7 +60,7 @@ class CudaExecutor final : public Executor {
       out.grad_input = make_device_tensor(dh_.data(), make_shape(batch_tokens, hidden));
       out.grad_weight = make_device_tensor(grad_head_.data(), make_shape(vocab, hidden));
     }
-    tessel::flce::forward(input, weight, target, {}, out);
+    tessel::flce::forward(input, weight, target, {}, out, tessel::exec::Cuda{});
     if (!dh.empty()) {
       auto const host_dh = dh_.download();
       std::copy(host_dh.begin(), host_dh.end(), dh.begin());

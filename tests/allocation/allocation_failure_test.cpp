@@ -60,7 +60,7 @@ TEST(AllocationFailure, FlceScratchTheAllocatorRefusesIsAnErrorNamingTheBytes) {
   if (!allocator_may_return_null())
     GTEST_SKIP() << "AddressSanitizer aborts on this allocation without "
                     "ASAN_OPTIONS=allocator_may_return_null=1 (ctest sets it).";
-  EXPECT_EQ(error_of([] { (void)flce::detail::allocate_scratch(huge_bytes); }),
+  EXPECT_EQ(error_of([] { (void)flce::detail::HostScratch(huge_bytes); }),
             "cannot allocate 1152921504606846976 bytes of FLCE scratch memory.");
 }
 

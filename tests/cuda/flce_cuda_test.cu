@@ -1,7 +1,8 @@
 // The CUDA FLCE path against the float64 reference (the same one the host tests use): every
-// dtype and reduction with all options, ignored rows, static shapes, the error path with
-// untouched outputs, backward, and the scratch it allocates. Skipped, with a message, when no
-// CUDA device is present.
+// dtype and reduction with all options, ignored rows, static shapes (whose plan reaches the row
+// kernel's type: static_asserts below), the error paths with untouched outputs, backward, a
+// stream of the caller's, and the scratch it allocates. Tests that need a GPU are skipped, with a
+// message, when no CUDA device is present; the checks made before any CUDA call run everywhere.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <tessel/exec/cuda/stream.hpp>
 #include <tessel/flce/cuda.cuh>
 #include <tessel/tensor/tensor.hpp>
 
@@ -19,6 +21,36 @@ namespace {
 using namespace tessel;
 using namespace tessel::flce;
 using namespace tessel::flce::test;
+
+// A static-shape call on the CUDA executor runs the chunk loop and the row kernel instantiated
+// with its StaticFlcePlan: V is Int<100> in the kernel's body, whose parameters are pointers and
+// scalars only (the plan is empty). 16-bit storage: cuBLAS reads bf16, and the row kernel writes
+// a bf16 gradient for it. (The tensor types are spelled one by one: nvcc's front end confuses
+// specializations of an alias template defined with decltype.)
+template <class T>
+T const* no_data() {
+  return nullptr;
+}
+using StaticX = decltype(make_device_tensor(no_data<float>(), make_shape(Int<24>{}, Int<16>{})));
+using StaticW = decltype(make_device_tensor(no_data<float>(), make_shape(Int<100>{}, Int<16>{})));
+using StaticY = decltype(make_device_tensor(no_data<std::int64_t>(), make_shape(Int<24>{})));
+using StaticX16 =
+    decltype(make_device_tensor(no_data<bfloat16>(), make_shape(Int<24>{}, Int<16>{})));
+using StaticW16 =
+    decltype(make_device_tensor(no_data<bfloat16>(), make_shape(Int<100>{}, Int<16>{})));
+using DynamicX = decltype(make_device_tensor(no_data<float>(), make_shape(index_t{}, index_t{})));
+using DynamicY = decltype(make_device_tensor(no_data<std::int64_t>(), make_shape(index_t{})));
+
+using StaticLoop = lowered_t<StaticX, StaticW, StaticY, exec::Cuda>;
+static_assert(std::is_same_v<StaticLoop::plan_type, StaticFlcePlan<24, 16, 100, 4>>);
+static_assert(std::is_same_v<StaticLoop::row_body::vocab_type, Int<100>>);
+static_assert(std::is_same_v<StaticLoop::space, DeviceSpace>);
+using StaticLoop16 = lowered_t<StaticX16, StaticW16, StaticY, exec::Cuda>;
+static_assert(std::is_same_v<StaticLoop16::gemm_type, bfloat16>);
+static_assert(std::is_same_v<StaticLoop16::gradient_type, bfloat16>);
+using DynamicLoop = lowered_t<DynamicX, DynamicX, DynamicY, exec::Cuda>;
+static_assert(std::is_same_v<DynamicLoop::plan_type, FlcePlan>);
+static_assert(std::is_same_v<DynamicLoop::row_body::vocab_type, index_t>);
 
 bool has_device() {
   int count = 0;
@@ -183,6 +215,64 @@ TEST(FlceCudaF32, StaticShapesInstantiateTheRowKernelForTheirVocabulary) {
           make_device_tensor(y.data(), make_shape(Int<24>{})), {},
           {.loss = make_device_tensor(loss.data(), make_shape(1))});
   EXPECT_TRUE(close(loss.to_host(), reference(p, {}).loss));
+}
+
+TEST(FlceCudaF32, StaticShapesLaunchTheRowKernelOfTheStaticPlan) {
+  // The kernel a static call launches, named: its instantiation is part of this program.
+  [[maybe_unused]] auto* const kernel =
+      &exec::kernels::rows_kernel<StaticLoop::row_threads, StaticLoop::row_body>;
+  TESSEL_REQUIRE_DEVICE();
+  cudaFuncAttributes attributes{};
+  TESSEL_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
+  EXPECT_EQ(attributes.localSizeBytes, 0u);  // nothing spills
+  EXPECT_GE(attributes.maxThreadsPerBlock, StaticLoop::row_threads);
+}
+
+// Sizes cuBLAS cannot take are refused before anything is queued (views of no memory: nothing is
+// read, and no GPU is needed).
+TEST(FlceCudaF32, SizesBeyondCublasAreRefusedBeforeAnyCudaCall) {
+  index_t const h = index_t{1} << 31;
+  float* const none = nullptr;
+  std::int64_t* const no_targets = nullptr;
+  std::string message;
+  try {
+    forward(make_device_tensor(static_cast<float const*>(none), make_shape(2, h)),
+            make_device_tensor(static_cast<float const*>(none), make_shape(4, h)),
+            make_device_tensor(static_cast<std::int64_t const*>(no_targets), make_shape(2)), {},
+            {.loss = make_device_tensor(none, make_shape(1))});
+  } catch (Error const& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message, "the hidden size 2147483648 exceeds cuBLAS's 32-bit dimension limit "
+                     "(2147483647).");
+}
+
+TEST(FlceCudaF32, RunsOnTheCallersStream) {
+  TESSEL_REQUIRE_DEVICE();
+  Problem const p = random_problem(70, 12, 90, 13u, true);
+  ReferenceResult const want = reference(p, {});
+  std::vector<float> xf(p.x.begin(), p.x.end()), wf(p.w.begin(), p.w.end()),
+      bf(p.bias.begin(), p.bias.end());
+  DeviceBuffer<float> x(xf), w(wf), b(bf), loss{std::vector<float>(1)},
+      dx{std::vector<float>(70 * 12)}, db{std::vector<float>(90)};
+  DeviceBuffer<std::int64_t> y(p.target);
+  gpu::Stream const stream;
+  forward(make_device_tensor(x.data(), make_shape(70, 12)),
+          make_device_tensor(w.data(), make_shape(90, 12)),
+          make_device_tensor(y.data(), make_shape(70)),
+          {.bias = make_device_tensor(b.data(), make_shape(90))},
+          {.loss = make_device_tensor(loss.data(), make_shape(1)),
+           .grad_input = make_device_tensor(dx.data(), make_shape(70, 12)),
+           .grad_bias = make_device_tensor(db.data(), make_shape(90))},
+          exec::Cuda{stream});
+  backward(2.0, Outputs<float, DeviceSpace>{.grad_input = make_device_tensor(dx.data(), make_shape(70, 12))},
+           exec::Cuda{stream});
+  stream.synchronize();
+  EXPECT_TRUE(close(loss.to_host(), want.loss));
+  std::vector<double> doubled(want.grad_input);
+  for (double& e : doubled) e *= 2;
+  EXPECT_TRUE(close(dx.to_host(), doubled));
+  EXPECT_TRUE(close(db.to_host(), want.grad_bias));
 }
 
 TEST(FlceCudaF32, AnInvalidTargetThrowsBeforeAnyOutputIsWritten) {

@@ -1,6 +1,7 @@
 // The kernel bodies' math (the host twins of the CUDA kernels) against float64 references: row
-// reductions, the one-pass logsumexp and its combine operator, argmax ties and NaN, softmax, and
-// the lane contract (per-lane partials combined give the one-lane answer).
+// reductions, the one-pass logsumexp and its combine operator, two reductions in one pass
+// (PairOp), argmax ties and NaN, softmax, the row reduction with a fused epilogue on a block of
+// real host lanes, and the lane contract (per-lane partials combined give the one-lane answer).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,8 @@
 #include <tessel/exec/body/elementwise.hpp>
 #include <tessel/exec/body/reduce_ops.hpp>
 #include <tessel/exec/body/row.hpp>
+
+#include "support/thread_block.hpp"
 
 namespace {
 
@@ -170,6 +173,68 @@ TEST(LogSumExpCombine, InfinitePartials) {
   EXPECT_EQ(op.finalize(op(finite, pos), 0), inf);
   EXPECT_EQ(op.finalize(op(pos, neg), 0), inf);
   EXPECT_TRUE(std::isnan(op.finalize(op(finite, lse_state({nan})), 0)));
+}
+
+// PairOp: logsumexp of z and the sum of w z in one pass, as FLCE's row reduces its logits.
+struct PairRow {
+  std::vector<float> const* z;
+  std::vector<float> const* w;
+  exec::Pair<float, float> operator()(index_t i) const {
+    auto const k = static_cast<std::size_t>(i);
+    return {(*z)[k], (*w)[k] * (*z)[k]};
+  }
+};
+using LsePlusSum = exec::PairOp<Lse, exec::SumOp<float>>;
+
+TEST(PairOp, RunsTwoReductionsInOnePass) {
+  auto const z = random_row(90, 12.0f, 6);
+  auto const w = random_row(90, 1.0f, 7);
+  std::vector<float> wz(z.size());
+  for (std::size_t i = 0; i < z.size(); ++i) wz[i] = w[i] * z[i];
+  LsePlusSum const op{};
+  auto const r = exec::row_reduction(SequentialContext{}, op, PairRow{&z, &w}, index_t{90});
+  // Each half of the pair is exactly what its own op gives over its own elements.
+  EXPECT_EQ(r.first, exec::row_logsumexp_body(SequentialContext{}, Row{&z}, 90));
+  EXPECT_EQ(r.second, exec::row_sum_body(SequentialContext{}, Row{&wz}, 90));
+  // Partials of two halves combine (in either order) to the whole; the identity is neutral.
+  auto const a = exec::row_reduce_body(SequentialContext{}, op, PairRow{&z, &w}, 0, index_t{40});
+  auto const b = exec::row_reduce_body(SequentialContext{}, op, PairRow{&z, &w}, 40, index_t{90});
+  for (auto const& s : {op(a, b), op(b, a)}) {
+    auto const f = op.finalize(s, 90);
+    EXPECT_NEAR(f.first, r.first, 1e-5);
+    EXPECT_NEAR(f.second, r.second, 1e-4);
+  }
+  auto const id = op(op.identity(), a);
+  EXPECT_EQ(id.first.max, a.first.max);
+  EXPECT_EQ(id.first.sum, a.first.sum);
+  EXPECT_EQ(id.second, a.second);
+}
+
+// The generic body softmax and FLCE's row are: on a block of real host threads (strided lanes, a
+// barrier reduction) every element is written once, in place, with the one-lane result.
+TEST(RowEpilogueBody, ABlockOfThreadsWritesEveryElementOnceInPlace) {
+  auto const v = random_row(123, 9.0f, 8);
+  std::vector<float> want(v);
+  OutRow wo{&want};
+  exec::row_softmax_body(SequentialContext{}, Row{&v}, wo, 123);
+  for (int lanes : {2, 3, 8, 32}) {
+    SCOPED_TRACE(lanes);
+    std::vector<float> got(v);  // read and overwritten in place
+    std::vector<int> writes(v.size(), 0);
+    test::ThreadBlock block(lanes);
+    float const lse = block.run([&](test::ThreadBlock::Context& ctx) {
+      return exec::row_reduce_epilogue_body(ctx, Lse{}, Row{&got}, index_t{123}, [&](float s) {
+        return [&, s](index_t i) {
+          auto const k = static_cast<std::size_t>(i);
+          got[k] = std::exp(got[k] - s);
+          ++writes[k];
+        };
+      });
+    });
+    EXPECT_NEAR(lse, reference_lse(v), 1e-5);
+    EXPECT_EQ(writes, std::vector<int>(v.size(), 1));
+    for (std::size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+  }
 }
 
 using Arg = exec::ArgmaxOp<float>;

@@ -154,6 +154,30 @@ TEST(DenseGemm, EveryExecutorAgrees) {
   }
 }
 
+// Tiles start on Eigen's register blocks, so the tiling a thread count picks changes no bit: each
+// element is summed by the same micro-kernel in the same order (k deep enough to be blocked).
+template <class T>
+void expect_same_bits_for_every_thread_count() {
+  for (auto [m, n] : {std::pair<index_t, index_t>{37, 1000}, {1000, 37}, {61, 517}}) {
+    index_t const k = 700;
+    auto a = random_tensor<T>(make_shape(m, k), -1, 1, 10);
+    auto b = random_tensor<T>(make_shape(n, k), -1, 1, 11);  // used as b^T, as FLCE's weight
+    auto run = [&](auto executor) {
+      auto c = make_host_tensor<T>(make_shape(m, n));
+      exec::gemm(executor, c.view(), a.view(), transpose(b.view()));
+      return values(c, 1, m, n);
+    };
+    auto const want = run(exec::Serial{});
+    for (int threads : {2, 3, 5}) EXPECT_EQ(run(exec::OpenMP{.threads = threads}), want) << threads;
+    EXPECT_EQ(run(exec::Auto{.parallel_threshold = 0}), want);
+  }
+}
+
+TEST(DenseGemm, EveryThreadCountGivesTheSameBits) {
+  expect_same_bits_for_every_thread_count<float>();
+  expect_same_bits_for_every_thread_count<double>();
+}
+
 TEST(DenseSyrk, SymmetricResultInEitherStorageOrder) {
   index_t const batch = 3, n = 17, k = 23;
   auto a = random_tensor<double>(make_shape(batch, n, k), -1, 1, 10);

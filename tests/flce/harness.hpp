@@ -82,10 +82,10 @@ struct Wanted {
   bool loss = true, z_loss = true, grad_input = true, grad_weight = true, grad_bias = true;
 };
 
-// tessel's host forward on problem p (already rounded to T) with options o.
-template <class T>
+// tessel's host forward on problem p (already rounded to T) with options o, on `executor`.
+template <class T, class Executor = exec::Auto>
 FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_size = 0,
-                   Wanted wanted = {}) {
+                   Wanted wanted = {}, Executor const& executor = {}) {
   using C = accum_t<T>;
   auto x = to_storage<T>(p.x);
   auto w = to_storage<T>(p.w);
@@ -118,7 +118,7 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   FlceRun r;
   r.plan = forward(make_tensor(x.data(), make_shape(p.bt, p.h)),
                    make_tensor(w.data(), make_shape(p.v, p.h)),
-                   make_tensor(p.target.data(), make_shape(p.bt)), opt, out);
+                   make_tensor(p.target.data(), make_shape(p.bt)), opt, out, executor);
   r.loss = to_double(loss);
   r.z_loss = to_double(z);
   r.grad_input = to_double(dx);

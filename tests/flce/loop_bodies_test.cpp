@@ -1,5 +1,5 @@
-// The chunk loop's small bodies (target summary, column sums, loss finalization) with one lane
-// and with a block of threads: the same results either way.
+// The chunk loop's small bodies (target summary, loss finalization) with one lane and with a
+// block of threads: the same results either way.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,13 +8,13 @@
 #include <tessel/exec/body/context.hpp>
 #include <tessel/flce/loop_bodies.hpp>
 
-#include "flce/thread_block.hpp"
+#include "support/thread_block.hpp"
 
 namespace {
 
 using namespace tessel;
 using namespace tessel::flce;
-using tessel::flce::test::ThreadBlock;
+using tessel::test::ThreadBlock;
 
 TEST(SummarizeTargets, SumsTheNonIgnoredTargetsAndFindsTheFirstBadRowWithAnyLaneCount) {
   std::vector<std::int64_t> y = {3, -100, 0, 9, 2, 12, 3, -1, -100, 5};
@@ -74,14 +74,6 @@ TEST(FinalizeLosses, WritesScaledSumsOrPerRowLossesWithAnyLaneCount) {
     });
     EXPECT_EQ(rows, (std::vector<float>{1.5f, -1, 2, -1, 3.25f, -1, 4, -1, 6, -1}));
   }
-}
-
-TEST(ColumnSum, SumsOneColumnInTheComputeType) {
-  std::vector<bfloat16> g;
-  for (int i = 0; i < 6; ++i) g.push_back(bfloat16(static_cast<float>(i)));  // (3, 2)
-  EXPECT_EQ((column_sum<float>(g.data(), 3, 2, 0)), 0.0f + 2 + 4);
-  EXPECT_EQ((column_sum<float>(g.data(), 3, 2, 1)), 1.0f + 3 + 5);
-  EXPECT_EQ((column_sum<float>(g.data(), 0, 2, 1)), 0.0f);
 }
 
 }  // namespace

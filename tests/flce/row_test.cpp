@@ -1,22 +1,25 @@
 // The fused row body on its own: a closed-form example, the sequential (host) context, a block of
 // threads emulating the CUDA block context (strided lanes, a barrier reduction, in-place writes),
-// the 16-bit gradient buffer the CUDA path uses, and the online-softmax combination.
+// the 16-bit gradient buffer the CUDA path uses, a chunk's row body (ChunkRows) with static and
+// run-time plans, and the online-softmax combination.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include <tessel/exec/body/context.hpp>
 #include <tessel/flce/row.hpp>
 
 #include "flce/reference.hpp"
-#include "flce/thread_block.hpp"
+#include "support/thread_block.hpp"
 
 namespace {
 
 using namespace tessel;
 using namespace tessel::flce;
-using tessel::flce::test::ThreadBlock;
+using tessel::test::ThreadBlock;
 
 static_assert(std::is_same_v<decltype(exec::SequentialContext::lanes()), Int<1>>);
 
@@ -143,36 +146,104 @@ TEST(FusedRow, WritesA16BitGradientAsTheRoundedF32Gradient) {
   for (index_t j = 0; j < vocab; ++j) ASSERT_EQ(narrow[j].bits, bfloat16(wide[j]).bits) << j;
 }
 
-TEST(CombineSoftmax, AnEmptyStateIsTheIdentity) {
-  SoftmaxPartial<float> empty{};
-  SoftmaxPartial<float> s{2.0f, 1.5f, -3.0f};
-  for (auto r : {CombineSoftmax{}(empty, s), CombineSoftmax{}(s, empty)}) {
-    EXPECT_EQ(r.max, s.max);
-    EXPECT_EQ(r.sum, s.sum);
-    EXPECT_EQ(r.weighted_sum, s.weighted_sum);
+// A chunk's row body (what exec::for_each_row runs per row, on the host and as the CUDA kernel)
+// over 5 rows of V = 37 with every option: a block of real threads per row gives the one-lane
+// result, and the static and run-time plans give the same bits.
+TEST(ChunkRows, ABlockOfThreadsPerRowAndBothPlanKindsGiveTheSequentialResult) {
+  index_t const rows = 5, vocab = 37;
+  auto p = flce::test::random_problem(rows, 1, vocab, 21u, true, true);
+  std::vector<double> logits(static_cast<std::size_t>(rows * vocab));
+  for (std::size_t i = 0; i < logits.size(); ++i)
+    logits[i] = 4.0 * std::sin(0.37 * static_cast<double>(i));
+  std::vector<std::int64_t> target = {3, 5, 36, -100, 17, 0, 9};  // the chunk is rows 2..6
+  std::vector<double> dy = {9, 9, 0.5, 1.5, -2.0, 0.25, 1.0};
+  double weight_sum = 0;
+  for (double w : p.class_weights) weight_sum += w;
+
+  auto body_for = [&](auto plan, std::vector<double>& grad, std::vector<double>& ce,
+                      std::vector<double>& z) {
+    ChunkRows<decltype(plan), double, double, double, std::int64_t> body;
+    body.plan = plan;
+    body.logits = logits.data();
+    body.grad = grad.data();
+    body.bias = p.bias.data();
+    body.class_weights = p.class_weights.data();
+    body.target = target.data();
+    body.grad_output_rows = dy.data();
+    body.scales = {0.5, 0.25};
+    body.k = constants(0.1, 1e-2, 3.0, vocab, weight_sum);
+    body.row_ce = ce.data();
+    body.row_z = z.data();
+    body.first_row = 2;
+    return body;
+  };
+  std::vector<double> want_grad(logits.size()), want_ce(7, -1), want_z(7, -1);
+  auto const sequential = body_for(FlcePlan(make_plan(7, 1, vocab, 5)), want_grad, want_ce, want_z);
+  for (index_t i = 0; i < rows; ++i) sequential(exec::SequentialContext{}, i);
+  EXPECT_EQ(want_ce[0], -1);  // rows outside the chunk are not written
+  EXPECT_EQ(want_ce[3], 0.0);  // an ignored row
+  EXPECT_NE(want_ce[2], 0.0);
+
+  std::vector<double> grad(logits.size()), ce(7, -1), z(7, -1);
+  auto const static_body = body_for(make_plan(Int<7>{}, Int<1>{}, Int<37>{}, Int<5>{}), grad, ce, z);
+  static_assert(std::is_same_v<decltype(static_body)::vocab_type, Int<37>>);
+  for (index_t i = 0; i < rows; ++i) static_body(exec::SequentialContext{}, i);
+  EXPECT_EQ(grad, want_grad);
+  EXPECT_EQ(ce, want_ce);
+  EXPECT_EQ(z, want_z);
+
+  for (int lanes : {2, 7, 32}) {
+    SCOPED_TRACE(lanes);
+    std::vector<double> g(logits.size()), c(7, -1), zz(7, -1);
+    auto const body = body_for(make_plan(Int<7>{}, Int<1>{}, Int<37>{}, Int<5>{}), g, c, zz);
+    for (index_t i = 0; i < rows; ++i) {
+      ThreadBlock block(lanes);
+      block.run([&](ThreadBlock::Context& ctx) {
+        body(ctx, i);
+        return 0;
+      });
+    }
+    for (std::size_t j = 0; j < g.size(); ++j) ASSERT_NEAR(g[j], want_grad[j], 1e-14) << j;
+    for (std::size_t r = 0; r < 7; ++r) {
+      EXPECT_NEAR(c[r], want_ce[r], 1e-12 * std::abs(want_ce[r]) + 1e-14) << r;
+      EXPECT_NEAR(zz[r], want_z[r], 1e-12 * std::abs(want_z[r]) + 1e-14) << r;
+    }
   }
-  auto both = CombineSoftmax{}(empty, empty);
-  EXPECT_EQ(both.sum, 0.0f);
-  EXPECT_FALSE(std::isnan(both.sum));
 }
 
-TEST(CombineSoftmax, CombiningTwoHalvesGivesTheWholeRow) {
+// The row's online softmax is exec's logsumexp paired with the smoothing sum (RowSoftmaxOp): its
+// combination of lane partials, which the block reduction applies.
+TEST(RowSoftmaxOp, AnEmptyStateIsTheIdentity) {
+  RowSoftmaxOp<float> const op{};
+  auto const empty = op.identity();
+  RowSoftmaxOp<float>::state_type const s{{2.0f, 1.5f}, -3.0f};
+  for (auto r : {op(empty, s), op(s, empty)}) {
+    EXPECT_EQ(r.first.max, s.first.max);
+    EXPECT_EQ(r.first.sum, s.first.sum);
+    EXPECT_EQ(r.second, s.second);
+  }
+  auto both = op(empty, empty);
+  EXPECT_EQ(both.first.sum, 0.0f);
+  EXPECT_FALSE(std::isnan(both.first.sum));
+}
+
+TEST(RowSoftmaxOp, CombiningTwoHalvesGivesTheWholeRow) {
   std::vector<double> z = {0.5, -1.0, 4.0, 2.0, 3.5, -7.0};
   auto state = [&](std::size_t from, std::size_t to) {
-    SoftmaxPartial<double> s;
-    for (std::size_t j = from; j < to; ++j) s.max = std::max(s.max, z[j]);
+    RowSoftmaxOp<double>::state_type s = RowSoftmaxOp<double>{}.identity();
+    for (std::size_t j = from; j < to; ++j) s.first.max = std::max(s.first.max, z[j]);
     for (std::size_t j = from; j < to; ++j) {
-      s.sum += std::exp(z[j] - s.max);
-      s.weighted_sum += z[j];
+      s.first.sum += std::exp(z[j] - s.first.max);
+      s.second += z[j];
     }
     return s;
   };
+  RowSoftmaxOp<double> const op{};
   auto const whole = state(0, 6);
-  for (auto r :
-       {CombineSoftmax{}(state(0, 2), state(2, 6)), CombineSoftmax{}(state(2, 6), state(0, 2))}) {
-    EXPECT_EQ(r.max, whole.max);
-    EXPECT_NEAR(r.sum, whole.sum, 1e-15);
-    EXPECT_NEAR(r.weighted_sum, whole.weighted_sum, 1e-15);
+  for (auto r : {op(state(0, 2), state(2, 6)), op(state(2, 6), state(0, 2))}) {
+    EXPECT_EQ(r.first.max, whole.first.max);
+    EXPECT_NEAR(r.first.sum, whole.first.sum, 1e-15);
+    EXPECT_NEAR(r.second, whole.second, 1e-15);
   }
 }
 

@@ -13,12 +13,12 @@
 #include <tessel/sparsity/detail/scope_offsets.hpp>
 #include <tessel/tensor/host_tensor.hpp>
 
-#include "flce/thread_block.hpp"
+#include "support/thread_block.hpp"
 
 namespace {
 
 using namespace tessel;
-using tessel::flce::test::ThreadBlock;
+using test::ThreadBlock;
 
 struct Reports {
   std::vector<index_t> first;

@@ -19,12 +19,12 @@
 #include <tessel/sparsity/topk.hpp>
 #include <tessel/tensor/host_tensor.hpp>
 
-#include "flce/thread_block.hpp"
+#include "support/thread_block.hpp"
 
 namespace {
 
 using namespace tessel;
-using tessel::flce::test::ThreadBlock;
+using test::ThreadBlock;
 
 // The ranking top-k promises: higher first, NaN after every number, then the lower index.
 template <class V>

@@ -15,12 +15,12 @@
 #include <tessel/tensor/host_tensor.hpp>
 #include <tessel/tensor/views.hpp>
 
-#include "flce/thread_block.hpp"
+#include "support/thread_block.hpp"
 
 namespace {
 
 using namespace tessel;
-using tessel::flce::test::ThreadBlock;
+using test::ThreadBlock;
 
 // A (rows, cols) tensor of NaN (so that a stray write would show), blocks (b0, b1), and a grid
 // stored transposed; every block whose grid value is true is zeroed. lanes 0: exec::for_each_row.

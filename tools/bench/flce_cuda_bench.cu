@@ -9,13 +9,19 @@
 
 #include <cstdint>
 
+#include <tessel/exec/cuda/device_memory.hpp>
+#include <tessel/exec/cuda/error.hpp>
+#include <tessel/exec/cuda/stream.hpp>
 #include <tessel/flce/cuda.cuh>
 #include <tessel/tensor/tensor.hpp>
 
 namespace {
 
 using namespace tessel;
-using flce::device::check;
+
+void check(cudaError_t status, char const* what) {
+  gpu::check_cuda(status, what, "the FLCE CUDA benchmark");
+}
 
 constexpr index_t hidden = 4096, vocab = 128256;
 
@@ -39,13 +45,6 @@ __global__ void fill_targets(std::int64_t* t, index_t n, index_t classes) {
   }
 }
 
-template <class T>
-T* device_array(index_t n) {
-  void* p = nullptr;
-  check(cudaMalloc(&p, static_cast<std::size_t>(n) * sizeof(T)), "cudaMalloc");
-  return static_cast<T*>(p);
-}
-
 void BM_FlceCudaBf16(benchmark::State& state) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -53,31 +52,29 @@ void BM_FlceCudaBf16(benchmark::State& state) {
     return;
   }
   index_t const bt = state.range(0);
-  auto* x = device_array<bfloat16>(bt * hidden);
-  auto* w = device_array<bfloat16>(vocab * hidden);
-  auto* dx = device_array<bfloat16>(bt * hidden);
-  auto* dw = device_array<float>(vocab * hidden);
-  auto* y = device_array<std::int64_t>(bt);
-  auto* loss = device_array<float>(1);
+  auto const x_owner = make_device_tensor<bfloat16>(make_shape(bt * hidden));
+  auto const w_owner = make_device_tensor<bfloat16>(make_shape(vocab * hidden));
+  auto const dx_owner = make_device_tensor<bfloat16>(make_shape(bt * hidden));
+  auto const dw_owner = make_device_tensor<float>(make_shape(vocab * hidden));
+  auto const y_owner = make_device_tensor<std::int64_t>(make_shape(bt));
+  auto const loss_owner = make_device_tensor<float>(make_shape(1));
+  bfloat16* const x = x_owner.data();
+  bfloat16* const w = w_owner.data();
   fill<<<1024, 256>>>(x, bt * hidden, 1, 1.0f);
   fill<<<1024, 256>>>(w, vocab * hidden, 2, 0.02f);
-  fill_targets<<<64, 256>>>(y, bt, vocab);
+  fill_targets<<<64, 256>>>(y_owner.data(), bt, vocab);
   check(cudaDeviceSynchronize(), "initialization");
 
-  cudaStream_t stream;
-  check(cudaStreamCreate(&stream), "cudaStreamCreate");
-  cublasHandle_t handle;
-  flce::device::check(cublasCreate(&handle), "cublasCreate");
-  flce::CudaExec const exec{stream, handle};
+  gpu::Stream const stream;
   auto call = [&] {
     return flce::forward(
         make_device_tensor(static_cast<bfloat16 const*>(x), make_shape(bt, hidden)),
         make_device_tensor(static_cast<bfloat16 const*>(w), make_shape(vocab, hidden)),
-        make_device_tensor(static_cast<std::int64_t const*>(y), make_shape(bt)), {},
-        {.loss = make_device_tensor(loss, make_shape(1)),
-         .grad_input = make_device_tensor(dx, make_shape(bt, hidden)),
-         .grad_weight = make_device_tensor(dw, make_shape(vocab, hidden))},
-        exec);
+        make_device_tensor(static_cast<std::int64_t const*>(y_owner.data()), make_shape(bt)), {},
+        {.loss = make_device_tensor(loss_owner.data(), make_shape(1)),
+         .grad_input = make_device_tensor(dx_owner.data(), make_shape(bt, hidden)),
+         .grad_weight = make_device_tensor(dw_owner.data(), make_shape(vocab, hidden))},
+        exec::Cuda{stream});
   };
   flce::FlcePlan const plan = call();  // warm-up: cuBLAS heuristics, pool growth
   check(cudaStreamSynchronize(stream), "warm-up");
@@ -116,11 +113,6 @@ void BM_FlceCudaBf16(benchmark::State& state) {
 
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  cublasDestroy(handle);
-  cudaStreamDestroy(stream);
-  for (void* p : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(dx),
-                  static_cast<void*>(dw), static_cast<void*>(y), static_cast<void*>(loss)})
-    cudaFree(p);
 }
 
 BENCHMARK(BM_FlceCudaBf16)->Arg(4096)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond);

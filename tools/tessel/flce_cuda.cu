@@ -1,9 +1,10 @@
-// `tessel flce --device cuda`: the job's arrays copied to the device, the CUDA forward, the
-// results copied back. Built only with TESSEL_CUDA.
+// `tessel flce --device cuda`: the job's arrays copied to the device, the CUDA forward on a stream
+// of its own, the results copied back. Built only with TESSEL_CUDA.
 #include <cstdint>
 #include <vector>
 
-#include <tessel/exec/cuda/error.hpp>
+#include <tessel/exec/cuda/device_memory.hpp>
+#include <tessel/exec/cuda/stream.hpp>
 #include <tessel/flce/cuda.cuh>
 #include <tessel/tensor/tensor.hpp>
 
@@ -13,42 +14,38 @@ namespace tessel::cli {
 
 namespace {
 
-// Device memory holding a copy of a host vector; copied back with to(host).
-template <class T>
-class DeviceCopy {
- public:
-  explicit DeviceCopy(std::vector<T> const& host) : size_(host.size()) {
-    TESSEL_CUDA_CHECK(cudaMalloc(&data_, (size_ > 0 ? size_ : 1) * sizeof(T)),
-                      "allocating device memory for an FLCE argument");
-    if (size_ > 0)
-      TESSEL_CUDA_CHECK(cudaMemcpy(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice),
-                        "copying an FLCE argument to the device");
-  }
-  ~DeviceCopy() { cudaFree(data_); }
-  DeviceCopy(DeviceCopy const&) = delete;
-  DeviceCopy& operator=(DeviceCopy const&) = delete;
-  T* data() const { return data_; }
-  void to(std::vector<T>& host) const {
-    if (size_ > 0)
-      TESSEL_CUDA_CHECK(cudaMemcpy(host.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost),
-                        "copying an FLCE result to the host");
-  }
+// A flat host vector as a tensor (the side copies read or write).
+template <class V>
+auto flat(std::vector<V>& host) {
+  return make_tensor(host.data(), make_shape(static_cast<index_t>(host.size())));
+}
 
- private:
-  T* data_ = nullptr;
-  std::size_t size_;
-};
+// A device tensor holding a copy of `host` (queued on `stream`).
+template <class V>
+auto to_device(std::vector<V>& host, cudaStream_t stream) {
+  auto device = make_device_tensor<V>(make_shape(static_cast<index_t>(host.size())));
+  gpu::copy_to_device(device, flat(host), stream);
+  return device;
+}
 
 }  // namespace
 
 template <class T>
 void run_flce_cuda(FlceJob<T>& job) {
   using C = flce::accum_t<T>;
-  DeviceCopy<T> x(job.input), w(job.weight), bias(job.bias), cw(job.class_weights),
-      dx(job.grad_input);
-  DeviceCopy<std::int64_t> y(job.target);
-  DeviceCopy<C> rows(job.grad_output_rows), loss(job.loss), z(job.z_loss), dw(job.grad_weight),
-      db(job.grad_bias);
+  gpu::Stream const stream;
+  auto const x = to_device(job.input, stream);
+  auto const w = to_device(job.weight, stream);
+  auto const bias = to_device(job.bias, stream);
+  auto const cw = to_device(job.class_weights, stream);
+  auto const y = to_device(job.target, stream);
+  auto const rows = to_device(job.grad_output_rows, stream);
+  auto const loss = to_device(job.loss, stream);
+  auto const z = to_device(job.z_loss, stream);
+  auto const dx = to_device(job.grad_input, stream);
+  auto const dw = to_device(job.grad_weight, stream);
+  auto const db = to_device(job.grad_bias, stream);
+
   flce::Options<T, DeviceSpace> o;
   o.reduction = job.reduction;
   o.ignore_index = job.ignore_index;
@@ -73,13 +70,14 @@ void run_flce_cuda(FlceJob<T>& job) {
   flce::forward(
       make_device_tensor(static_cast<T const*>(x.data()), make_shape(job.bt, job.hidden)),
       make_device_tensor(static_cast<T const*>(w.data()), make_shape(job.vocab, job.hidden)),
-      make_device_tensor(static_cast<std::int64_t const*>(y.data()), make_shape(job.bt)), o, out);
-  TESSEL_CUDA_CHECK(cudaDeviceSynchronize(), "waiting for the FLCE forward");
-  loss.to(job.loss);
-  z.to(job.z_loss);
-  dx.to(job.grad_input);
-  dw.to(job.grad_weight);
-  db.to(job.grad_bias);
+      make_device_tensor(static_cast<std::int64_t const*>(y.data()), make_shape(job.bt)), o, out,
+      exec::Cuda{stream});
+  gpu::copy_to_host(flat(job.loss), loss, stream);
+  gpu::copy_to_host(flat(job.z_loss), z, stream);
+  gpu::copy_to_host(flat(job.grad_input), dx, stream);
+  gpu::copy_to_host(flat(job.grad_weight), dw, stream);
+  gpu::copy_to_host(flat(job.grad_bias), db, stream);
+  stream.synchronize();
 }
 
 template void run_flce_cuda<float>(FlceJob<float>&);

@@ -11,6 +11,17 @@
 #define TESSEL_DEVICE
 #endif
 
+// For kernel bodies whose loops must be compiled in their caller: a body that takes lambdas by
+// reference and is left out of line sees their captures as escaped memory, which every exp or
+// log call (a library call that may write errno) forces the compiler to reload per element.
+#if defined(__CUDACC__)
+#define TESSEL_FORCEINLINE __forceinline__
+#elif defined(__GNUC__)
+#define TESSEL_FORCEINLINE inline __attribute__((always_inline))
+#else
+#define TESSEL_FORCEINLINE inline
+#endif
+
 // True while nvcc compiles the device side of a translation unit; host-only paths
 // (exceptions, strings) are compiled out there.
 #if defined(__CUDA_ARCH__)

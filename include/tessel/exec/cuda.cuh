@@ -96,10 +96,23 @@ auto device_temporary(ExprShape<R> const& s, cudaStream_t stream) {
 template <class DV, class Node>
 void run_assignment(DV const& dst, Node const& node, Cuda const& x);
 
+// The element type of a node's device temporary: its value type, except that a tensor leaf keeps
+// its storage type (a half / bfloat16 leaf copied compact is still read as half / bfloat16, as
+// the evaluator bound for the coalescable case reads it).
+template <class Node>
+struct temporary_element {
+  using type = typename Node::value_type;
+};
+template <class V>
+struct temporary_element<tessel::detail::TensorLeaf<V>> {
+  using type = typename tessel::detail::TensorLeaf<V>::element_type;
+};
+
 // A reduction, row operation or non-coalescable leaf evaluated into a device temporary.
 template <class Node>
 auto materialize(Node const& node, Cuda const& x) {
-  auto tmp = device_temporary<typename Node::value_type>(node.shape(), stream_of(x));
+  auto tmp =
+      device_temporary<typename temporary_element<Node>::type>(node.shape(), stream_of(x));
   run_assignment(tmp.view, node, x);
   return tmp;
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <numeric>
 #include <type_traits>
 
 // Eigen 3.4 annotates defaulted special members __host__ __device__, which nvcc warns about
@@ -86,11 +87,24 @@ void with_orders(bool a_row, bool b_row, F const& f) {
   }
 }
 
-// Tile t of `tiles` equal pieces of [0, n): its begin and length.
-inline void tile_range(index_t n, index_t tiles, index_t t, index_t& begin, index_t& count) {
-  index_t const step = (n + tiles - 1) / tiles;
-  begin = std::min(n, t * step);
-  count = std::min(step, n - begin);
+// Tile boundaries fall on multiples of this for T: Eigen's register block along both output modes
+// (gebp_traits' mr: 8 floats with SSE, 24 with AVX2, 48 with AVX-512; nr: 4). An element's sum
+// over k is then computed by the same micro-kernel, in the same order, whatever tile holds it, so
+// the thread count (which sets the number of tiles) does not change a single bit of the product.
+template <class T>
+inline constexpr index_t dense_tile_align =
+    std::lcm(index_t{Eigen::internal::gebp_traits<T, T>::mr},
+             index_t{Eigen::internal::gebp_traits<T, T>::nr});
+
+// Tile t of `tiles` pieces of [0, n): its begin and length. Every tile but the last is a whole
+// number of `align` (the last takes the rest and is the widest), so tiles start on register-block
+// boundaries and none is so narrow that Eigen would switch to a matrix-vector kernel.
+// @pre 1 <= tiles and, when tiles > 1, n / tiles >= align
+inline void tile_range(index_t n, index_t tiles, index_t align, index_t t, index_t& begin,
+                       index_t& count) {
+  index_t const step = tiles > 1 ? n / tiles / align * align : n;
+  begin = t * step;
+  count = t + 1 < tiles ? step : n - begin;
 }
 
 // C = alpha A B + beta C, C row-major. @pre check_gemm passed
@@ -101,6 +115,8 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
   if (batch == 0 || m == 0 || n == 0) return;
   bool const by_cols = n >= m;
   index_t const span = by_cols ? n : m;
+  constexpr index_t align = dense_tile_align<T>;
+  static_assert(align <= dense_tile_grain, "tessel: a dense tile must hold a register block.");
   index_t tiles = 1;
   if (batch < threads)
     tiles = std::max<index_t>(1, std::min<index_t>((threads + batch - 1) / batch,
@@ -111,7 +127,7 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
       for (index_t task = begin; task < end; ++task) {
         index_t const mat = task / tiles;
         index_t first = 0, count = 0;
-        tile_range(span, tiles, task % tiles, first, count);
+        tile_range(span, tiles, align, task % tiles, first, count);
         if (count == 0) continue;
         auto cm = eigen_map<true>(c, mat);
         auto am = eigen_map<decltype(a_row)::value>(a, a.batch == 1 ? 0 : mat);

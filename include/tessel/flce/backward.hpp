@@ -1,6 +1,7 @@
-// flce::backward on the host: forward already computed the gradients for dy = grad_output, so
-// backward only rescales them — by a scalar dy (no work when it is 1), or, for reduction none,
-// by a per-row dy.
+// flce::backward: forward already computed the gradients for dy = grad_output, so backward only
+// rescales them — by a scalar dy (no work when it is 1), or, for reduction none, by a per-row dy —
+// as one expression assignment per gradient on the executor (host here; device tensors with
+// exec::Cuda in <tessel/flce/cuda.cuh>).
 //
 // A per-row dy rescales grad_input exactly (row i of grad_input comes from row i alone), but not
 // grad_weight or grad_bias, where every row's contribution is already summed: for those, pass
@@ -11,9 +12,12 @@
 #include <cmath>
 #include <type_traits>
 
+#include "../core/int.hpp"
+#include "../core/layout.hpp"
+#include "../exec/executors.hpp"
 #include "../tensor/memory_space.hpp"
 #include "arguments.hpp"
-#include "detail/openmp.hpp"
+#include "backend.hpp"
 #include "options.hpp"
 #include "types.hpp"
 #include "validate.hpp"
@@ -22,57 +26,74 @@ namespace tessel::flce {
 
 namespace detail {
 
-template <class D, class S>
-TESSEL_HOST_DEVICE inline void scale_element(D& d, S factor) {
-  d = static_cast<D>(static_cast<S>(d) * factor);
+// m as a tensor of its executor's memory space.
+template <class Backend, class T, class Space>
+auto matrix_view(MatrixArg<T, Space> const& m) {
+  return Backend::view(m.data, make_layout(make_shape(m.rows, m.cols),
+                                           make_stride(m.row_stride, m.col_stride)));
 }
 
-template <class T, class S>
-void scale_matrix(MatrixArg<T, HostSpace> const& m, S factor) {
-  TESSEL_FLCE_PARALLEL_FOR(m.rows * m.cols)
-  for (index_t i = 0; i < m.rows; ++i)
-    for (index_t j = 0; j < m.cols; ++j) scale_element(m(i, j), factor);
+// Multiplies every gradient in `grads` by grad_output, on the executor.
+template <class T, class Space, class Executor>
+void rescale(double grad_output, Outputs<T, Space> const& grads, Executor const& executor) {
+  using B = Backend<Executor>;
+  if (!std::isfinite(grad_output))
+    fail(tessel::detail::sentence("grad_output must be finite, got ", number(grad_output), "."));
+  if (grad_output == 1.0) return;
+  auto const dy = static_cast<accum_t<T>>(grad_output);
+  if (grads.grad_input.present) {
+    auto const dx = matrix_view<B>(grads.grad_input);
+    B::assign(executor, dx, dx * dy);
+  }
+  if (grads.grad_weight.present) {
+    auto const dw = matrix_view<B>(grads.grad_weight);
+    B::assign(executor, dw, dw * dy);
+  }
+  if (grads.grad_bias.present) {
+    auto const& b = grads.grad_bias;
+    auto const db = B::view(b.data, make_layout(make_shape(b.size), make_stride(b.stride)));
+    B::assign(executor, db, db * dy);
+  }
+}
+
+// Multiplies row i of grads.grad_input by grad_output_rows[i], on the executor.
+template <class T, class Space, class Executor>
+void rescale_rows(VectorArg<accum_t<T> const, Space> const& grad_output_rows,
+                  Outputs<T, Space> const& grads, Executor const& executor) {
+  using B = Backend<Executor>;
+  using tessel::detail::sentence;
+  if (grads.grad_weight.present || grads.grad_bias.present)
+    fail(
+        "a per-row grad_output cannot rescale grad_weight or grad_bias after forward summed the "
+        "rows into them; pass it to forward as Options::grad_output_rows instead.");
+  if (!grads.grad_input.present) return;
+  if (grad_output_rows.size != grads.grad_input.rows)
+    fail(sentence("grad_output_rows has ", elements_text(grad_output_rows.size),
+                  " but grad_input has ", grads.grad_input.rows, " rows."));
+  auto const dx = matrix_view<B>(grads.grad_input);
+  // (BT, 1): broadcast along each row.
+  auto const dy = B::view(grad_output_rows.data,
+                          make_layout(make_shape(grad_output_rows.size, Int<1>{}),
+                                      make_stride(grad_output_rows.stride, Int<0>{})));
+  B::assign(executor, dx, dx * dy);
 }
 
 }  // namespace detail
 
 // Multiplies every gradient in `grads` by grad_output (its loss outputs are left alone).
 // Throws tessel::Error, nothing written, when grad_output is not finite.
-template <Element T>
-void backward(double grad_output, Outputs<T, HostSpace> const& grads) {
-  if (!std::isfinite(grad_output))
-    detail::fail(tessel::detail::sentence("grad_output must be finite, got ",
-                                          detail::number(grad_output), "."));
-  if (grad_output == 1.0) return;
-  using C = accum_t<T>;
-  C const dy = static_cast<C>(grad_output);
-  if (grads.grad_input.present) detail::scale_matrix(grads.grad_input, dy);
-  if (grads.grad_weight.present) detail::scale_matrix(grads.grad_weight, dy);
-  if (grads.grad_bias.present)
-    for (index_t j = 0; j < grads.grad_bias.size; ++j)
-      detail::scale_element(grads.grad_bias[j], dy);
+template <Element T, exec::HostExecutor Executor = exec::Auto>
+void backward(double grad_output, Outputs<T, HostSpace> const& grads,
+              Executor const& executor = {}) {
+  detail::rescale(grad_output, grads, executor);
 }
 
 // Multiplies row i of grads.grad_input by grad_output_rows[i] (reduction none). grad_weight and
 // grad_bias must not be given (see the header comment); tessel::Error otherwise, nothing written.
-template <Element T>
+template <Element T, exec::HostExecutor Executor = exec::Auto>
 void backward(std::type_identity_t<VectorArg<accum_t<T> const, HostSpace>> const& grad_output_rows,
-              Outputs<T, HostSpace> const& grads) {
-  using tessel::detail::sentence;
-  if (grads.grad_weight.present || grads.grad_bias.present)
-    detail::fail(
-        "a per-row grad_output cannot rescale grad_weight or grad_bias after forward summed the "
-        "rows into them; pass it to forward as Options::grad_output_rows instead.");
-  if (!grads.grad_input.present) return;
-  if (grad_output_rows.size != grads.grad_input.rows)
-    detail::fail(sentence("grad_output_rows has ", detail::elements_text(grad_output_rows.size),
-                          " but grad_input has ", grads.grad_input.rows, " rows."));
-  auto const& dx = grads.grad_input;
-  TESSEL_FLCE_PARALLEL_FOR(dx.rows * dx.cols)
-  for (index_t i = 0; i < dx.rows; ++i) {
-    auto const dy = grad_output_rows[i];
-    for (index_t j = 0; j < dx.cols; ++j) detail::scale_element(dx(i, j), dy);
-  }
+              Outputs<T, HostSpace> const& grads, Executor const& executor = {}) {
+  detail::rescale_rows(grad_output_rows, grads, executor);
 }
 
 }  // namespace tessel::flce

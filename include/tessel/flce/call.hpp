@@ -1,5 +1,5 @@
 // What every FLCE entry point (host forward, CUDA forward) shares: the tensor concepts of its
-// arguments, the plan of a call and the per-call row constants.
+// arguments, the plan of a call (kept static when the shapes are) and the per-call row constants.
 #pragma once
 
 #include <type_traits>
@@ -49,15 +49,28 @@ struct SameElement {
   static constexpr bool ok = true;
 };
 
-// The plan of a call: static when every extent is static and no chunk size is forced.
+}  // namespace detail
+
+// The plan type of a call with input X and weight W (and no forced chunk size): a StaticFlcePlan
+// when BT, H and V are all static extents, an FlcePlan otherwise.
 template <class X, class W>
-auto plan_for(X const& input, W const& weight, index_t forced_chunk) {
-  auto bt = get<0>(input.shape());
-  auto h = get<1>(input.shape());
-  auto v = get<0>(weight.shape());
+using call_plan_t = decltype(make_plan(get<0>(std::declval<X const&>().shape()),
+                                       get<1>(std::declval<X const&>().shape()),
+                                       get<0>(std::declval<W const&>().shape())));
+
+namespace detail {
+
+// f(plan) with the plan of a call: the static plan when every extent is static and no chunk size
+// is forced (its numbers then reach the loop as constants), an FlcePlan otherwise.
+template <class X, class W, class F>
+void with_plan(X const& input, W const& weight, index_t forced_chunk, F&& f) {
+  auto const bt = get<0>(input.shape());
+  auto const h = get<1>(input.shape());
+  auto const v = get<0>(weight.shape());
   if (forced_chunk > 0)
-    return FlcePlan(make_plan(to_index(bt), to_index(h), to_index(v), forced_chunk));
-  return FlcePlan(make_plan(bt, h, v));
+    f(FlcePlan(make_plan(to_index(bt), to_index(h), to_index(v), forced_chunk)));
+  else
+    f(make_plan(bt, h, v));
 }
 
 template <class C>

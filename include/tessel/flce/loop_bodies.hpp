@@ -1,7 +1,8 @@
 // The FLCE chunk loop's small kernel bodies besides the row body, shared by the host path
 // (sequential context) and the CUDA kernels (block context): the target summary taken before the
-// loop (mean divisors, first invalid target), the grad_bias column sums, and the final loss
-// reduction taken after it.
+// loop (mean divisors, first invalid target) and the final loss reduction taken after it. Each is
+// a function and a row body for exec::for_each_row (one row: a single team of lanes, one block on
+// the GPU) that calls it.
 #pragma once
 
 #include "../core/config.hpp"
@@ -32,7 +33,7 @@ struct CombineTargetSummary {
 // Every lane's share of the targets and class weights, combined over lanes.
 // @post every lane gets the whole summary
 template <class Ctx, class Y, class T>
-TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx& ctx, Y const* target, index_t target_stride,
+TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx const& ctx, Y const* target, index_t target_stride,
                                                    index_t bt, index_t vocab, index_t ignore_index,
                                                    T const* class_weights,
                                                    index_t class_weight_stride) {
@@ -61,6 +62,36 @@ TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx& ctx, Y const* target, in
   return ctx.reduce(s, CombineTargetSummary{});
 }
 
+// What the target check leaves for the host: the summary and the first invalid target's value.
+struct TargetCheck {
+  TargetSummary summary;
+  index_t bad_target = 0;  // the target at summary.first_bad_row (when >= 0)
+};
+
+// summarize_targets as a row body of one row: lane 0 writes the check to *out.
+template <class Y, class T>
+struct SummarizeTargets {
+  Y const* target = nullptr;  // (BT)
+  index_t target_stride = 1;
+  index_t bt = 0;
+  index_t vocab = 1;
+  index_t ignore_index = -100;
+  T const* class_weights = nullptr;  // (V) or null
+  index_t class_weight_stride = 1;
+  TargetCheck* out = nullptr;
+
+  template <class Ctx>
+  TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t) const {
+    TargetSummary const s = summarize_targets(ctx, target, target_stride, bt, vocab, ignore_index,
+                                              class_weights, class_weight_stride);
+    if (ctx.lane() == 0) {
+      out->summary = s;
+      out->bad_target =
+          s.first_bad_row >= 0 ? static_cast<index_t>(target[s.first_bad_row * target_stride]) : 0;
+    }
+  }
+};
+
 // The mean's divisors as multipliers: 1/divisor, or 0 when the divisor is 0 (every row ignored:
 // loss 0 and zero gradients, where PyTorch gives NaN). Other reductions do not divide.
 struct LossScales {
@@ -75,14 +106,6 @@ TESSEL_HOST_DEVICE inline LossScales loss_scales(TargetSummary const& s, Reducti
     k.z = s.count != 0 ? 1.0 / static_cast<double>(s.count) : 0.0;
   }
   return k;
-}
-
-// Column j's sum over `rows` rows of g (leading dimension ld), in C.
-template <class C, class G>
-TESSEL_HOST_DEVICE C column_sum(G const* g, index_t rows, index_t ld, index_t j) {
-  C s = 0;
-  for (index_t i = 0; i < rows; ++i) s += static_cast<C>(g[i * ld + j]);
-  return s;
 }
 
 struct LossSums {
@@ -100,7 +123,7 @@ struct CombineLossSums {
 // Writes the loss outputs from the per-row terms: per row for none (loss = ce + z), otherwise
 // the scaled sums (accumulated in double). loss / z_loss may be null (not wanted).
 template <class Ctx, class C>
-TESSEL_HOST_DEVICE void finalize_losses(Ctx& ctx, C const* row_ce, C const* row_z, index_t bt,
+TESSEL_HOST_DEVICE void finalize_losses(Ctx const& ctx, C const* row_ce, C const* row_z, index_t bt,
                                         Reduction reduction, LossScales scales, C* loss,
                                         index_t loss_stride, C* z_loss, index_t z_stride) {
   if (reduction == Reduction::none) {
@@ -121,5 +144,25 @@ TESSEL_HOST_DEVICE void finalize_losses(Ctx& ctx, C const* row_ce, C const* row_
     if (z_loss != nullptr) *z_loss = static_cast<C>(s.z * scales.z);
   }
 }
+
+// finalize_losses as a row body of one row.
+template <class C>
+struct FinalizeLosses {
+  C const* row_ce = nullptr;  // (BT)
+  C const* row_z = nullptr;   // (BT)
+  index_t bt = 0;
+  Reduction reduction = Reduction::mean;
+  LossScales scales{};
+  C* loss = nullptr;  // null: not wanted
+  index_t loss_stride = 1;
+  C* z_loss = nullptr;  // null: not wanted
+  index_t z_stride = 1;
+
+  template <class Ctx>
+  TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t) const {
+    finalize_losses(ctx, row_ce, row_z, bt, reduction, scales, loss, loss_stride, z_loss,
+                    z_stride);
+  }
+};
 
 }  // namespace tessel::flce

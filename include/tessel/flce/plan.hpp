@@ -4,8 +4,11 @@
 // give the same numbers from the same code as an FlcePlan value.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <type_traits>
 
+#include "../core/config.hpp"
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
 #include "../core/int.hpp"
@@ -104,12 +107,23 @@ constexpr index_t checked_bytes(index_t a, index_t b, index_t c) {
 }  // namespace detail
 
 // A run-time plan. Also what a StaticFlcePlan converts to.
+//
+// Both plan kinds answer the same extent queries — batch_extent(), hidden_extent(),
+// vocab_extent(), rows_per_chunk(), chunk_count() — with an index_t here and an Int<N> in a
+// StaticFlcePlan. The chunk loop and the row kernel are written against these queries, so one
+// template serves both: instantiated with a StaticFlcePlan its index arithmetic is on constants.
 struct FlcePlan {
   index_t bt = 0;
   index_t hidden = 1;
   index_t vocab = 1;
   index_t chunk_size = 1;  // rows of logits per chunk
   index_t num_chunks = 0;  // ceil(bt / chunk_size)
+
+  TESSEL_HOST_DEVICE constexpr index_t batch_extent() const { return bt; }
+  TESSEL_HOST_DEVICE constexpr index_t hidden_extent() const { return hidden; }
+  TESSEL_HOST_DEVICE constexpr index_t vocab_extent() const { return vocab; }
+  TESSEL_HOST_DEVICE constexpr index_t rows_per_chunk() const { return chunk_size; }
+  TESSEL_HOST_DEVICE constexpr index_t chunk_count() const { return num_chunks; }
 
   // Rows the chunk buffers hold: a chunk, or the whole batch when it is smaller.
   constexpr index_t buffer_rows() const { return bt < chunk_size ? bt : chunk_size; }
@@ -174,8 +188,10 @@ struct StaticChunkSize {
 
 }  // namespace detail
 
-// A plan whose numbers are types: decltype(plan)::chunk_size is a constant expression, and
-// plan.rows_per_chunk() an Int<...> for kernels instantiated per chunk shape.
+// A plan whose numbers are types: decltype(plan)::chunk_size is a constant expression, and the
+// extent queries (FlcePlan's, above) return Int<...>s, so the chunk loop and the row kernel
+// instantiated with this plan see BT, H, V, the chunk size and the chunk count as constants. An
+// empty object: passing it to a kernel costs no parameter space.
 template <index_t BT, index_t H, index_t V, index_t Chunk>
 struct StaticFlcePlan {
   static constexpr index_t bt = BT;
@@ -184,8 +200,11 @@ struct StaticFlcePlan {
   static constexpr index_t chunk_size = Chunk;
   static constexpr index_t num_chunks = detail::plan_num_chunks(BT, Chunk);
 
-  static constexpr Int<Chunk> rows_per_chunk() { return {}; }
-  static constexpr Int<V> vocab_extent() { return {}; }
+  TESSEL_HOST_DEVICE static constexpr Int<BT> batch_extent() { return {}; }
+  TESSEL_HOST_DEVICE static constexpr Int<H> hidden_extent() { return {}; }
+  TESSEL_HOST_DEVICE static constexpr Int<V> vocab_extent() { return {}; }
+  TESSEL_HOST_DEVICE static constexpr Int<Chunk> rows_per_chunk() { return {}; }
+  TESSEL_HOST_DEVICE static constexpr Int<num_chunks> chunk_count() { return {}; }
   static constexpr index_t buffer_rows() { return BT < Chunk ? BT : Chunk; }
 
   constexpr operator FlcePlan() const { return {bt, hidden, vocab, chunk_size, num_chunks}; }

@@ -1,7 +1,9 @@
 // The fused per-row body of FLCE, shared by the host path (with a sequential context) and the CUDA
 // row kernel (with a block context): from one row of logits it computes the logsumexp, the row's
-// cross-entropy and z-loss terms, and — in a second pass — the logits gradient, written in place
+// cross-entropy and z-loss terms, and — in the epilogue — the logits gradient, written in place
 // or into a buffer of the storage type. Only the context's reduction differs between the two.
+// The row is exec's row reduction with a fused epilogue (exec/body/row.hpp), the one softmax and
+// log_softmax use; its reduction is exec's online logsumexp paired with a sum (exec::PairOp).
 //
 // Per non-ignored row with target t, logits z (bias added, then softcapped), class weights w
 // (all 1 without class weights), W = sum_j w_j, smoothing e, vocabulary V and s =
@@ -14,11 +16,15 @@
 // and, with a softcap c, d z_j / d raw_j = 1 - tanh(raw_j / c)^2.
 #pragma once
 
-#include <limits>
+#include <type_traits>
 
 #include "../core/config.hpp"
 #include "../core/int.hpp"
+#include "../exec/body/reduce_ops.hpp"
+#include "../exec/body/row.hpp"
 #include "../expr/scalar_math.hpp"
+#include "loop_bodies.hpp"
+#include "plan.hpp"
 
 namespace tessel::flce {
 
@@ -53,44 +59,24 @@ struct RowLoss {
   C z = 0;   // lse_square_scale * lse^2
 };
 
-// The online-softmax state of a set of logits: their max, sum_j exp(z_j - max), and
-// sum_j w_j z_j (for label smoothing).
+// With label smoothing the row reduces (z_j, w_j z_j) with this: the online logsumexp of the
+// logits and the smoothing sum, in one sweep and one lane reduction. Its result is
+// (lse, sum_j w_j z_j). Without, exec's LogSumExpOp alone.
 template <class C>
-struct SoftmaxPartial {
-  C max = -std::numeric_limits<C>::infinity();
-  C sum = 0;
-  C weighted_sum = 0;
-};
-
-// Merges two online-softmax states (associative and commutative up to rounding).
-struct CombineSoftmax {
-  template <class C>
-  TESSEL_HOST_DEVICE SoftmaxPartial<C> operator()(SoftmaxPartial<C> a, SoftmaxPartial<C> b) const {
-    if (a.max < b.max) {
-      SoftmaxPartial<C> t = a;
-      a = b;
-      b = t;
-    }
-    SoftmaxPartial<C> out = a;
-    out.weighted_sum = a.weighted_sum + b.weighted_sum;
-    // An empty state (no elements: a lane past the end of a short row) adds nothing; without
-    // this test exp(-inf - -inf) would be NaN.
-    if (b.max != -std::numeric_limits<C>::infinity())
-      out.sum = a.sum + b.sum * math::exp(b.max - a.max);
-    return out;
-  }
-};
+using RowSoftmaxOp = exec::PairOp<exec::LogSumExpOp<C>, exec::SumOp<C>>;
 
 // The fused row body. Ctx provides lane(), lanes() and reduce(partial, combine) (every lane gets
 // the combined value). C is the compute type; T the storage type of bias and class weights.
 // ce_grad_scale and z_grad_scale multiply the two gradient terms (the upstream gradient dy times
-// 1/sum of target weights, resp. 1/non-ignored rows, for mean).
+// 1/sum of target weights, resp. 1/non-ignored rows, for mean). Vocab may be an Int<V>: the
+// loops over the row then have a constant bound.
 // @pre target == k.ignore_index or 0 <= target < vocab
 // @post with r.grad set, r.grad[0, vocab) holds the scaled gradient (zeros for an ignored row)
 template <class Ctx, class L, class G, class T, class C, Integer Vocab>
-TESSEL_HOST_DEVICE RowLoss<C> fused_row(Ctx& ctx, RowRefs<L, G, T> const& r, Vocab vocab,
-                                        index_t target, RowConstants<C> const& k, C ce_grad_scale,
-                                        C z_grad_scale) {
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
+                                                           RowRefs<L, G, T> const& r, Vocab vocab,
+                                                           index_t target, RowConstants<C> const& k,
+                                                           C ce_grad_scale, C z_grad_scale) {
   if (target == k.ignore_index) {
     if (r.grad != nullptr)
       for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) r.grad[j] = G(C(0));
@@ -109,49 +95,116 @@ TESSEL_HOST_DEVICE RowLoss<C> fused_row(Ctx& ctx, RowRefs<L, G, T> const& r, Voc
   auto cap = [&](C x) { return capped ? k.softcap * math::tanh(x / k.softcap) : x; };
 
   // The target's logit is read before the reduction: the reduction is a barrier for all lanes,
-  // after which pass 2 may overwrite the logits in place.
+  // after which the epilogue may overwrite the logits in place.
   C const w_t = class_weight(target);
   C const z_t = cap(raw_logit(target));
 
-  // Pass 1: max, sum of exponentials (one exp per element) and the smoothing sum.
-  SoftmaxPartial<C> p{};
-  for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) {
-    C const z = cap(raw_logit(j));
-    if (z > p.max) {
-      p.sum = p.sum * math::exp(p.max - z) + C(1);
-      p.max = z;
-    } else {
-      p.sum += math::exp(z - p.max);
-    }
-    if (k.smoothing) p.weighted_sum += class_weight(j) * z;
-  }
-  p = ctx.reduce(p, CombineSoftmax{});
-  C const lse = p.max + math::log(p.sum);
-
-  RowLoss<C> loss;
-  loss.ce = w_t * k.one_minus_smoothing * (lse - z_t);
-  if (k.smoothing) loss.ce += k.smoothing_per_class * (k.class_weight_sum * lse - p.weighted_sum);
-  loss.z = k.lse_square_scale * lse * lse;
-
-  if (r.grad == nullptr) return loss;
-
-  // Pass 2: g_j = (a + b W + zc) p_j - a [j = t] - b w_j, times the softcap's derivative. The
-  // target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in 16 bits.
-  C const a = ce_grad_scale * w_t * k.one_minus_smoothing;
-  C const b = ce_grad_scale * k.smoothing_per_class;
-  C const zc = z_grad_scale * C(2) * k.lse_square_scale * lse;
-  C const p_coefficient = a + b * k.class_weight_sum + zc;
-  for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) {
-    C const x = raw_logit(j);
-    C const t = capped ? math::tanh(x / k.softcap) : C(0);
-    C const z = capped ? k.softcap * t : x;
-    C g = p_coefficient * math::exp(z - lse);
-    if (j == target) g -= a;
-    if (k.smoothing) g -= b * class_weight(j);
-    if (capped) g *= C(1) - t * t;
-    r.grad[j] = G(g);
-  }
-  return loss;
+  // The reduction then the epilogue, compiled once with label smoothing and once without: a row
+  // without smoothing reduces its logits with exec's logsumexp alone, with it the logsumexp
+  // paired with the sum of w_j z_j (RowSoftmaxOp), so neither pays for the other's work per
+  // element. The epilogue: g_j = (a + b W + zc) p_j - a [j = t] - b w_j, times the softcap's
+  // derivative; the target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in
+  // 16 bits. A loss-only pass writes nothing (its empty loop is dropped): one reduction site for
+  // both cases keeps the row one inlined loop nest.
+  bool const writes = r.grad != nullptr;
+  auto row = [&](auto smoothing_tag) {
+    constexpr bool smoothing = decltype(smoothing_tag)::value;
+    using Op = std::conditional_t<smoothing, RowSoftmaxOp<C>, exec::LogSumExpOp<C>>;
+    auto element = [&](index_t j) {
+      C const z = cap(raw_logit(j));
+      if constexpr (smoothing)
+        return exec::Pair<C, C>{z, class_weight(j) * z};
+      else
+        return z;
+    };
+    auto lse_of = [](auto const& s) {
+      if constexpr (smoothing)
+        return s.first;
+      else
+        return s;
+    };
+    auto gradient = [&](auto const& s) {
+      C const lse = lse_of(s);
+      C const a = ce_grad_scale * w_t * k.one_minus_smoothing;
+      C const b = ce_grad_scale * k.smoothing_per_class;
+      C const zc = z_grad_scale * C(2) * k.lse_square_scale * lse;
+      C const p_coefficient = a + b * k.class_weight_sum + zc;
+      return [&, lse, a, b, p_coefficient](index_t j) {
+        if (!writes) return;
+        C const x = raw_logit(j);
+        C const t = capped ? math::tanh(x / k.softcap) : C(0);
+        C const z = capped ? k.softcap * t : x;
+        C g = p_coefficient * math::exp(z - lse);
+        if (j == target) g -= a;
+        if constexpr (smoothing) g -= b * class_weight(j);
+        if (capped) g *= C(1) - t * t;
+        r.grad[j] = G(g);
+      };
+    };
+    auto const s = exec::row_reduce_epilogue_body(ctx, Op{}, element, vocab, gradient);
+    C const lse = lse_of(s);
+    RowLoss<C> loss;
+    loss.ce = w_t * k.one_minus_smoothing * (lse - z_t);
+    if constexpr (smoothing)
+      loss.ce += k.smoothing_per_class * (k.class_weight_sum * lse - s.second);
+    loss.z = k.lse_square_scale * lse * lse;
+    return loss;
+  };
+  return k.smoothing ? row(std::true_type{}) : row(std::false_type{});
 }
+
+// The row body of one chunk, for exec::for_each_row: row i of the chunk is row first_row + i of
+// the batch, its logits at logits + i * V. Plan is the call's plan (StaticFlcePlan or FlcePlan):
+// V comes from plan.vocab_extent(), so with a static plan the row's offset and every loop bound
+// are constants. The body is copied to the device by value (pointers and scalars only).
+template <AnyFlcePlan Plan, class C, class G, class T, class Y>
+struct ChunkRows {
+  using plan_type = Plan;
+  using vocab_type = decltype(Plan{}.vocab_extent());  // Int<V>, or index_t
+
+  Plan plan{};
+  C const* logits = nullptr;  // (rows, V) this chunk's logits, row stride V
+  G* grad = nullptr;          // (rows, V) the gradient (may equal logits); null: loss only
+  T const* bias = nullptr;
+  index_t bias_stride = 1;
+  T const* class_weights = nullptr;
+  index_t class_weight_stride = 1;
+  Y const* target = nullptr;  // (BT)
+  index_t target_stride = 1;
+  C const* grad_output_rows = nullptr;  // (BT) per-row dy, or null: grad_output for every row
+  index_t grad_output_stride = 1;
+  double grad_output = 1;
+  LossScales scales{};  // the mean's divisors as multipliers
+  RowConstants<C> k{};
+  C* row_ce = nullptr;  // (BT) each row's cross-entropy term
+  C* row_z = nullptr;   // (BT) each row's z-loss term
+  index_t first_row = 0;
+
+  template <class Ctx>
+  TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t i) const {
+    vocab_type const vocab = plan.vocab_extent();
+    index_t const row = first_row + i;
+    double const dy = grad_output_rows != nullptr
+                          ? static_cast<double>(grad_output_rows[row * grad_output_stride])
+                          : grad_output;
+    RowRefs<C, G, T> refs;
+    refs.logits = logits + i * vocab;
+    refs.grad = grad != nullptr ? grad + i * vocab : nullptr;
+    refs.bias = bias;
+    refs.bias_stride = bias_stride;
+    refs.class_weights = class_weights;
+    refs.class_weight_stride = class_weight_stride;
+    // A local copy: the gradient's stores (through refs.grad) cannot alias it, so its fields stay
+    // in registers across the row's loops instead of being reloaded after every store.
+    RowConstants<C> const constants = k;
+    RowLoss<C> const l =
+        fused_row(ctx, refs, vocab, static_cast<index_t>(target[row * target_stride]), constants,
+                  static_cast<C>(dy * scales.ce), static_cast<C>(dy * scales.z));
+    if (ctx.lane() == 0) {
+      row_ce[row] = l.ce;
+      row_z[row] = l.z;
+    }
+  }
+};
 
 }  // namespace tessel::flce

@@ -1,7 +1,7 @@
 // The arithmetic of every reduction, as operators a kernel body applies per element (update) and
 // per pair of partials (combine, which is the operator's call operator, so it can be handed to a
 // block reduction). Each has identity(), update(state, x, index), operator()(a, b) and
-// finalize(state, n). Host and device code alike.
+// finalize(state, n); PairOp runs two of them in one pass. Host and device code alike.
 #pragma once
 
 #include <limits>
@@ -121,13 +121,16 @@ struct LogSumExpOp {
   TESSEL_HOST_DEVICE static constexpr T shift(T m) { return math::isfinite(m) ? m : T(0); }
 
   TESSEL_HOST_DEVICE constexpr LseState<T> identity() const { return {-math::infinity<T>(), T(0)}; }
-  // One exp per element: only the branch that raises the maximum rescales.
+  // One exp per element: only the branch that raises the maximum rescales. Below the maximum no
+  // shift is needed (the maximum is then > -inf; an infinite one has made the sum +inf already,
+  // which adding exp(x - inf) = 0 leaves as it is), so the common case is a compare and an exp.
   TESSEL_HOST_DEVICE LseState<T> update(LseState<T> s, T x, index_t) const {
-    if (x <= s.max) {
-      s.sum += math::exp(x - shift(s.max));
+    if (x < s.max) {
+      s.sum += math::exp(x - s.max);
       return s;
     }
-    // x > max, or either is NaN (then the sum becomes NaN and stays NaN).
+    // x >= max (a tie adds exp(0) = 1, as the branch above would), or either is NaN (then the sum
+    // becomes NaN and stays NaN).
     T const sh = shift(x);
     s.sum = s.sum * math::exp(s.max - sh) + math::exp(x - sh);
     s.max = math::isnan(s.max) ? s.max : x;
@@ -141,6 +144,41 @@ struct LogSumExpOp {
   }
   TESSEL_HOST_DEVICE T finalize(LseState<T> s, index_t) const {
     return shift(s.max) + math::log(s.sum);
+  }
+};
+
+template <class A, class B>
+struct Pair {
+  A first;
+  B second;
+};
+
+// Two reductions in one pass and one lane reduction: an element is a Pair (a, b); a goes to OpA,
+// b to OpB, and the state, the combination and the result are the pairs of theirs. FLCE's pass
+// over a row of logits is PairOp<LogSumExpOp<C>, SumOp<C>>: the online logsumexp of z_j and the
+// label-smoothing sum of w_j z_j, without a second loop or a second block reduction.
+// @post finalize(s, n) == Pair{OpA.finalize(s.first, n), OpB.finalize(s.second, n)}
+template <class OpA, class OpB>
+struct PairOp {
+  using state_type = Pair<typename OpA::state_type, typename OpB::state_type>;
+
+  OpA op_a{};
+  OpB op_b{};
+
+  TESSEL_HOST_DEVICE constexpr state_type identity() const {
+    return {op_a.identity(), op_b.identity()};
+  }
+  template <class VA, class VB>
+  TESSEL_HOST_DEVICE state_type update(state_type s, Pair<VA, VB> x, index_t i) const {
+    return {op_a.update(s.first, x.first, i), op_b.update(s.second, x.second, i)};
+  }
+  TESSEL_HOST_DEVICE state_type operator()(state_type a, state_type b) const {
+    return {op_a(a.first, b.first), op_b(a.second, b.second)};
+  }
+  TESSEL_HOST_DEVICE auto finalize(state_type s, index_t n) const {
+    using RA = decltype(op_a.finalize(s.first, n));
+    using RB = decltype(op_b.finalize(s.second, n));
+    return Pair<RA, RB>{op_a.finalize(s.first, n), op_b.finalize(s.second, n)};
   }
 };
 

@@ -1,13 +1,15 @@
-// Row kernel bodies: reductions of one row (sum, max, min, mean, argmax, logsumexp) and the fused
-// row softmax / log-softmax. A row is a callable, row(i) for i in [0, n); an output row has
-// out.store(i, v). Lanes stride through the row and combine their partials with ctx.reduce, so the
-// same bodies are the host twins (SequentialContext) of the CUDA row kernels (one block per row).
+// Row kernel bodies: reductions of one row (sum, max, min, mean, argmax, logsumexp) and the row
+// reduction with a fused epilogue, which softmax, log-softmax and FLCE's fused cross-entropy row
+// are. A row is a callable, row(i) for i in [0, n); an output row has out.store(i, v). Lanes
+// stride through the row and combine their partials with ctx.reduce, so the same bodies are the
+// host twins (SequentialContext) of the CUDA row kernels (one block per row).
 #pragma once
 
 #include <type_traits>
 #include <utility>
 
 #include "../../core/config.hpp"
+#include "../../core/int.hpp"
 #include "../../expr/scalar_math.hpp"
 #include "context.hpp"
 #include "reduce_ops.hpp"
@@ -15,11 +17,12 @@
 namespace tessel::exec {
 
 // The partial state of op over row(i), i in [begin, end), elements numbered index_base + i (the
-// numbering argmax reports); combined over all lanes.
-template <class Ctx, class Op, class Row>
-TESSEL_HOST_DEVICE typename Op::state_type row_reduce_body(Ctx const& ctx, Op const& op,
-                                                           Row const& row, index_t begin,
-                                                           index_t end, index_t index_base = 0) {
+// numbering argmax reports); combined over all lanes. `end` may be a static Int<N> (a row length
+// the compiler knows, e.g. FLCE's vocabulary): the loop bound is then a constant.
+template <class Ctx, class Op, class Row, Integer End>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE typename Op::state_type row_reduce_body(Ctx const& ctx, Op const& op,
+                                                           Row const& row, index_t begin, End end,
+                                                           index_t index_base = 0) {
   auto s = op.identity();
   for (index_t i = begin + ctx.lane(); i < end; i += ctx.lanes())
     s = op.update(s, row(i), index_base + i);
@@ -32,9 +35,25 @@ using row_value_t = std::remove_cvref_t<decltype(std::declval<Row const&>()(inde
 }  // namespace detail
 
 // op over row(0..n), finalized.
-template <class Ctx, class Op, class Row>
-TESSEL_HOST_DEVICE auto row_reduction(Ctx const& ctx, Op const& op, Row const& row, index_t n) {
+template <class Ctx, class Op, class Row, Integer N>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_reduction(Ctx const& ctx, Op const& op, Row const& row,
+                                                         N n) {
   return op.finalize(row_reduce_body(ctx, op, row, 0, n), n);
+}
+
+// A row reduction with a fused epilogue: op over row(0..n), combined over the lanes and finalized
+// to r; then write = epilogue(r) makes the writer of this row, and write(i) runs for every i in
+// [0, n), each lane its own elements. Returns r. The reduction hands every lane r only after every
+// lane has read its elements (on the GPU it is a block barrier), so write(i) may overwrite what
+// row(i) read: softmax in place, FLCE's gradient over its logits.
+// @post write(i) was called exactly once for every i in [0, n)
+template <class Ctx, class Op, class Row, Integer N, class Epilogue>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_reduce_epilogue_body(Ctx const& ctx, Op const& op, Row const& row, N n,
+                                                 Epilogue const& epilogue) {
+  auto const r = row_reduction(ctx, op, row, n);
+  auto const write = epilogue(r);
+  for (index_t i = ctx.lane(); i < n; i += ctx.lanes()) write(i);
+  return r;
 }
 
 template <class Ctx, class Row>
@@ -72,18 +91,21 @@ TESSEL_HOST_DEVICE auto row_logsumexp_body(Ctx const& ctx, Row const& row, index
 // out(i) = exp(row(i) - logsumexp(row)): one pass for the logsumexp, one to write.
 template <class Ctx, class Row, class Out>
 TESSEL_HOST_DEVICE void row_softmax_body(Ctx const& ctx, Row const& row, Out& out, index_t n) {
-  auto const lse = row_logsumexp_body(ctx, row, n);
-  using T = std::remove_cvref_t<decltype(lse)>;
-  for (index_t i = ctx.lane(); i < n; i += ctx.lanes())
-    out.store(i, math::exp(static_cast<T>(row(i)) - lse));
+  using Op = reduce_op_t<reduction::LogSumExp, detail::row_value_t<Row>>;
+  row_reduce_epilogue_body(ctx, Op{}, row, n, [&](auto const lse) {
+    using T = std::remove_cvref_t<decltype(lse)>;
+    return [&, lse](index_t i) { out.store(i, math::exp(static_cast<T>(row(i)) - lse)); };
+  });
 }
 
 // out(i) = row(i) - logsumexp(row).
 template <class Ctx, class Row, class Out>
 TESSEL_HOST_DEVICE void row_log_softmax_body(Ctx const& ctx, Row const& row, Out& out, index_t n) {
-  auto const lse = row_logsumexp_body(ctx, row, n);
-  using T = std::remove_cvref_t<decltype(lse)>;
-  for (index_t i = ctx.lane(); i < n; i += ctx.lanes()) out.store(i, static_cast<T>(row(i)) - lse);
+  using Op = reduce_op_t<reduction::LogSumExp, detail::row_value_t<Row>>;
+  row_reduce_epilogue_body(ctx, Op{}, row, n, [&](auto const lse) {
+    using T = std::remove_cvref_t<decltype(lse)>;
+    return [&, lse](index_t i) { out.store(i, static_cast<T>(row(i)) - lse); };
+  });
 }
 
 }  // namespace tessel::exec

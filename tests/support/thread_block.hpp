@@ -1,5 +1,7 @@
 // ThreadBlock: a CUDA-like thread block on the host, to run kernel bodies with several lanes
-// (strided loops, a barrier reduction, concurrent writes) without a GPU.
+// (strided loops, a barrier reduction, concurrent writes) without a GPU. Its Context has the
+// execution-context interface of exec::SequentialContext and exec::BlockContext (lane(),
+// lanes(), reduce(partial, combine)), so any row body runs on it.
 #pragma once
 
 #include <array>
@@ -13,7 +15,7 @@
 
 #include <tessel/core/config.hpp>
 
-namespace tessel::flce::test {
+namespace tessel::test {
 
 // A CUDA-like block on the host: `lanes` threads run the body; reduce() publishes each lane's
 // partial, waits for all, combines them in lane order and waits again before the slots are reused.
@@ -68,4 +70,4 @@ class ThreadBlock {
   std::vector<Slot> slots_;
 };
 
-}  // namespace tessel::flce::test
+}  // namespace tessel::test

@@ -1,0 +1,234 @@
+// FLCE's chunk loop, written once for every executor: per chunk of rows, the logits GEMM, the
+// fused row body over the chunk's rows, then the gradient GEMMs and the grad_bias column sums —
+// each an exec call (exec::gemm, exec::for_each_row, tessel::assign) on the call's executor.
+// ChunkLoop<Plan, T, Y, Executor> is instantiated with the call's plan *type*: a static-shape
+// call keeps StaticFlcePlan<BT, H, V, Chunk>, so BT, H, V, the chunk size and the chunk count are
+// Int<>s in the loop and in the row body (ChunkRows) that exec::for_each_row runs on the host's
+// threads or as the CUDA row kernel; run-time shapes instantiate the same code with FlcePlan.
+// lowered_t<X, W, Y, Executor> names the instantiation a call runs, for static_asserts.
+#pragma once
+
+#include <type_traits>
+
+#include "../core/dtype.hpp"
+#include "../core/int.hpp"
+#include "../core/layout.hpp"
+#include "../expr/cast.hpp"
+#include "../expr/reduce.hpp"
+#include "../tensor/tensor.hpp"
+#include "../tensor/views.hpp"
+#include "arguments.hpp"
+#include "backend.hpp"
+#include "call.hpp"
+#include "loop_bodies.hpp"
+#include "options.hpp"
+#include "plan.hpp"
+#include "row.hpp"
+#include "types.hpp"
+#include "validate.hpp"
+
+namespace tessel::flce {
+
+// The arguments of one call, validated (see validate_call), in the executor's memory space.
+template <class T, class Y, class Space>
+struct CallArgs {
+  MatrixArg<T const, Space> input;   // (BT, H)
+  MatrixArg<T const, Space> weight;  // (V, H)
+  VectorArg<Y const, Space> target;  // (BT)
+  Options<T, Space> const& options;
+  Outputs<T, Space> const& outputs;
+};
+
+// The chunk loop of a call with plan type Plan, storage type T and target type Y on Executor.
+//   plan_type     the plan the loop is instantiated with (StaticFlcePlan: its extents are Int<>s)
+//   row_body      the body each row of a chunk runs (exec::for_each_row: the host's rows, or the
+//                 CUDA kernel exec::kernels::rows_kernel<row_threads, row_body>)
+//   gemm_type     what the GEMMs read: T on CUDA (tensor cores for 16-bit), accum_t<T> on the host
+//   gradient_type the logits gradient the gradient GEMMs read: accum_t<T> in place over the logits,
+//                 or T in its own buffer (CUDA, 16-bit)
+template <AnyFlcePlan Plan, Element T, TargetElement Y, class Executor>
+struct ChunkLoop {
+  using plan_type = Plan;
+  using backend = detail::Backend<Executor>;
+  using space = typename backend::space;
+  using compute_type = accum_t<T>;
+  using gemm_type = typename backend::template gemm_t<T>;
+  using gradient_type = gemm_type;
+  using row_body = ChunkRows<Plan, compute_type, gradient_type, T, Y>;
+
+  // Threads per row of the CUDA row kernel: a row of 128256 logits is ~250 elements per thread
+  // per pass, and four blocks fit an SM; the body holds a few scalars per thread.
+  static constexpr int row_threads = 512;
+  // Threads of the one-block bodies (target check, loss reduction), which read every row once.
+  static constexpr int single_block_threads = 1024;
+
+  // Runs the call. Everything has been validated except the targets' values, which are checked
+  // (tessel::Error, nothing written) before the first output is written.
+  static void run(Plan const& plan, CallArgs<T, Y, space> const& call, Executor const& executor);
+};
+
+template <AnyFlcePlan Plan, Element T, TargetElement Y, class Executor>
+void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space> const& call,
+                                          Executor const& executor) {
+  using C = compute_type;
+  using A = gemm_type;
+  using G = gradient_type;
+  // The host widens 16-bit operands for Eigen; CUDA reads them as they are.
+  constexpr bool widen = !std::is_same_v<A, T>;
+  constexpr bool in_place = std::is_same_v<G, C>;
+  static_assert(sizeof(TargetCheck) <= scratch_scalar_bytes);
+
+  auto const& x = call.input;
+  auto const& w = call.weight;
+  auto const& y = call.target;
+  auto const& o = call.options;
+  auto const& out = call.outputs;
+  auto const bt = plan.batch_extent();
+  auto const h = plan.hidden_extent();
+  auto const v = plan.vocab_extent();
+  backend::check_call(plan, call);
+
+  // (rows, cols) at p with row stride ld; and (n) at p with stride s.
+  auto const matrix = [](auto* p, auto rows, auto cols, auto ld) {
+    return backend::view(p, make_layout(make_shape(rows, cols), make_stride(ld, Int<1>{})));
+  };
+  auto const vector = [](auto* p, index_t n, index_t s) {
+    return backend::view(p, make_layout(make_shape(n), make_stride(s)));
+  };
+
+  ScratchLayout const layout = plan.scratch_layout(dtype_of_v<T>, backend::device);
+  typename backend::Scratch const scratch(layout.total, executor);
+  std::byte* const base = scratch.data();
+  C* const logits = reinterpret_cast<C*>(base + layout.logits);  // (R, V)
+  G* const gradient = in_place ? reinterpret_cast<G*>(logits)    // (R, V)
+                               : reinterpret_cast<G*>(base + layout.gradient);
+  C* const row_ce = reinterpret_cast<C*>(base + layout.row_loss);  // (BT)
+  C* const row_z = reinterpret_cast<C*>(base + layout.row_z);      // (BT)
+  auto* const check_at = reinterpret_cast<TargetCheck*>(base + layout.scalars);
+
+  // The targets first: an invalid one throws before anything is written.
+  backend::template rows<single_block_threads>(
+      executor, 1, bt,
+      SummarizeTargets<Y, T>{y.data, y.stride, bt, v, o.ignore_index, o.class_weights.data,
+                             o.class_weights.stride, check_at});
+  TargetCheck const check = backend::read(executor, check_at);
+  if (check.summary.first_bad_row >= 0)
+    detail::fail_bad_target(check.bad_target, check.summary.first_bad_row, v, o.ignore_index);
+
+  bool const grads = out.wants_gradients();
+  row_body body;
+  body.plan = plan;
+  body.logits = logits;
+  body.grad = grads ? gradient : nullptr;
+  body.bias = o.bias.data;
+  body.bias_stride = o.bias.stride;
+  body.class_weights = o.class_weights.data;
+  body.class_weight_stride = o.class_weights.stride;
+  body.target = y.data;
+  body.target_stride = y.stride;
+  body.grad_output_rows = o.grad_output_rows.present ? o.grad_output_rows.data : nullptr;
+  body.grad_output_stride = o.grad_output_rows.stride;
+  body.grad_output = o.grad_output;
+  body.scales = loss_scales(check.summary, o.reduction);
+  body.k = detail::row_constants<C>(o.label_smoothing, o.lse_square_scale, o.softcap,
+                                    o.ignore_index, v, check.summary.class_weight_sum);
+  body.row_ce = row_ce;
+  body.row_z = row_z;
+
+  // The weight as the GEMMs read it: the caller's memory, or a widened copy made once.
+  A const* w_data = nullptr;
+  index_t w_ld = w.row_stride;
+  if constexpr (widen) {
+    A* const w32 = reinterpret_cast<A*>(base + layout.weight_f32);
+    backend::assign(executor, matrix(w32, v, h, h), cast<A>(matrix(w.data, v, h, w.row_stride)));
+    w_data = w32;
+    w_ld = h;
+  } else {
+    w_data = w.data;
+  }
+  auto const weight = matrix(w_data, v, h, w_ld);  // (V, H)
+  auto const grad_weight = matrix(out.grad_weight.data, v, h, out.grad_weight.row_stride);
+  auto const grad_bias = vector(out.grad_bias.data, v, out.grad_bias.stride);
+  // The accumulated gradients: grad_weight's first GEMM overwrites it (zeroed here only when no
+  // chunk runs); grad_bias starts at zero and every chunk adds its column sums, one expression
+  // for all chunks (one set of kernels to compile on the device).
+  if (out.grad_weight.present && bt == 0) backend::assign(executor, grad_weight, C(0));
+  if (out.grad_bias.present) backend::assign(executor, grad_bias, C(0));
+
+  for (index_t chunk = 0; chunk < plan.chunk_count(); ++chunk) {
+    index_t const r0 = chunk * plan.rows_per_chunk();
+    index_t const rows = bt - r0 < plan.rows_per_chunk() ? bt - r0 : plan.rows_per_chunk();
+    auto const x_chunk = [&] {  // (rows, H) as the GEMMs read it
+      auto const x_rows = matrix(x.row(r0), rows, h, x.row_stride);
+      if constexpr (widen) {
+        auto const x32 = matrix(reinterpret_cast<A*>(base + layout.input_f32), rows, h, h);
+        backend::assign(executor, x32, cast<A>(x_rows));
+        return x32;
+      } else {
+        return x_rows;
+      }
+    }();
+    backend::gemm(executor, matrix(logits, rows, v, v), x_chunk, transpose(weight), {});
+    body.first_row = r0;
+    backend::template rows<row_threads>(executor, rows, v, body);
+    if (!grads) continue;
+
+    auto const g = matrix(static_cast<G const*>(gradient), rows, v, v);  // d loss / d logits
+    // grad_weight and grad_bias before grad_input, so a grad_input that overwrites the input
+    // still works.
+    if (out.grad_weight.present)
+      backend::gemm(executor, grad_weight, transpose(g), x_chunk,
+                    {.alpha = 1.0, .beta = chunk == 0 ? 0.0 : 1.0});
+    if (out.grad_bias.present) backend::assign(executor, grad_bias, grad_bias + sum(g, mode<0>));
+    if (out.grad_input.present) {
+      auto const dx = matrix(out.grad_input.row(r0), rows, h, out.grad_input.row_stride);
+      if constexpr (widen) {
+        auto const dx32 = matrix(reinterpret_cast<A*>(base + layout.grad_input_f32), rows, h, h);
+        backend::gemm(executor, dx32, g, weight, {});
+        backend::assign(executor, dx, dx32);
+      } else {
+        backend::gemm(executor, dx, g, weight, {});
+      }
+    }
+  }
+
+  backend::template rows<single_block_threads>(
+      executor, 1, bt,
+      FinalizeLosses<C>{row_ce, row_z, bt, o.reduction, body.scales, out.loss.data, out.loss.stride,
+                        out.z_loss.data, out.z_loss.stride});
+}
+
+// The chunk loop a call flce::forward(input, weight, target, options, outputs, executor) runs
+// when options.chunk_size is 0 (a forced chunk size gives ChunkLoop<FlcePlan, ...>): with static
+// BT, H and V its plan_type is the StaticFlcePlan, and row_body's vocab_type an Int<V>.
+template <class X, class W, class Y, class Executor>
+using lowered_t = ChunkLoop<call_plan_t<X, W>, tensor_value_t<X>, tensor_value_t<Y>, Executor>;
+
+namespace detail {
+
+// forward's work for every executor: validation, the plan, the chunk loop. Returns the plan used.
+template <class X, class W, class Y, class Executor>
+FlcePlan run_forward(X const& input, W const& weight, Y const& target,
+                     Options<tensor_value_t<X>, typename Backend<Executor>::space> const& options,
+                     Outputs<tensor_value_t<X>, typename Backend<Executor>::space> const& outputs,
+                     Executor const& executor) {
+  static_assert(SameElement<X, W>::ok);
+  using T = tensor_value_t<X>;
+  using TargetT = tensor_value_t<Y>;
+  using Space = typename Backend<Executor>::space;
+  MatrixArg<T const, Space> const x(input);
+  MatrixArg<T const, Space> const w(weight);
+  VectorArg<TargetT const, Space> const y(target);
+  validate_call(x, w, y, options, outputs);
+  FlcePlan used;
+  with_plan(input, weight, options.chunk_size, [&](auto const& plan) {
+    using Plan = std::remove_cvref_t<decltype(plan)>;
+    used = plan;
+    ChunkLoop<Plan, T, TargetT, Executor>::run(plan, {x, w, y, options, outputs}, executor);
+  });
+  return used;
+}
+
+}  // namespace detail
+
+}  // namespace tessel::flce
