@@ -38,7 +38,12 @@ class DeviceArrayEngine {
     void* p = nullptr;
     gpu::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc",
                     detail::sentence("allocating ", bytes, " bytes of device memory"));
-    if (cudaError_t status = cudaMemset(p, 0, bytes); status != cudaSuccess) {
+    // cudaMemset is queued on the legacy default stream, which work on a non-blocking stream
+    // (gpu::Stream) does not wait for: the zeros must have landed before the constructor returns,
+    // or a kernel on the caller's stream could write the tensor first and be overwritten.
+    cudaError_t status = cudaMemset(p, 0, bytes);
+    if (status == cudaSuccess) status = cudaStreamSynchronize(cudaStreamLegacy);
+    if (status != cudaSuccess) {
       cudaFree(p);  // the destructor does not run when a constructor throws
       gpu::check_cuda(status, "cudaMemset", "zero-filling new device memory");
     }
