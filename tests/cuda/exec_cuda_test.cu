@@ -13,8 +13,10 @@
 
 #include <tessel/exec/cuda.cuh>
 #include <tessel/exec/cuda/dense.hpp>
+#include <tessel/exec/cuda/eigh.cuh>
 #include <tessel/exec/cuda/rows.cuh>
 #include <tessel/exec/dense.hpp>
+#include <tessel/exec/eigh.hpp>
 #include <tessel/exec/cuda/device_memory.hpp>
 #include <tessel/exec/cuda/stream.hpp>
 #include <tessel/tensor/host_tensor.hpp>
@@ -336,6 +338,68 @@ TEST(CudaDense, OperandErrorsBeforeAnyCall) {
   }
 }
 
+
+
+// exec::eigh on the device against its host twin (exec/eigh.hpp): the same eigenvalues, and
+// eigenvectors that agree up to sign, for a row-major batch (transposed on the device after
+// cuSOLVER) and a column-major one (decomposed in place); info 0 for every matrix.
+TEST(CudaEigh, MatchesTheHost) {
+  TESSEL_REQUIRE_GPU();
+  gpu::Stream s;
+  exec::Cuda const x{s.get()};
+  index_t const batch = 5, n = 12;
+  auto ha = make_host_tensor<double>(make_shape(batch, n, n));
+  std::mt19937 gen(44);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (index_t b = 0; b < batch; ++b)
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = 0; j <= i; ++j) ha(b, i, j) = ha(b, j, i) = dist(gen);
+  auto hq = make_host_tensor<double>(make_shape(batch, n, n));
+  assign(hq, ha, exec::Serial{});
+  auto hw = make_host_tensor<double>(make_shape(batch, n));
+  auto hinfo = make_host_tensor<int>(make_shape(batch));
+  exec::eigh(exec::Serial{}, hw.view(), hq.view(), hinfo.view());
+  for (bool column_major : {false, true}) {
+    auto dq = to_device(ha, s);  // symmetric: its transpose holds the same matrices
+    auto dw = make_device_tensor<double>(make_shape(batch, n));
+    auto dinfo = make_device_tensor<int>(make_shape(batch));
+    if (column_major)
+      exec::eigh(x, dw.view(), permute<0, 2, 1>(dq.view()), dinfo.view());
+    else
+      exec::eigh(x, dw.view(), dq.view(), dinfo.view());
+    auto q = to_host(dq, s);
+    auto w = to_host(dw, s);
+    auto info = to_host(dinfo, s);
+    s.synchronize();
+    for (index_t b = 0; b < batch; ++b) {
+      EXPECT_EQ(info(b), 0);
+      for (index_t j = 0; j < n; ++j) {
+        EXPECT_NEAR(w(b, j), hw(b, j), 1e-10);
+        // Column j of the contract's matrices(b, i, j); a sign is free per eigenvector.
+        auto at = [&](index_t i) { return column_major ? q(b, j, i) : q(b, i, j); };
+        double const sign = at(0) * hq(b, 0, j) < 0 ? -1.0 : 1.0;
+        for (index_t i = 0; i < n; ++i) EXPECT_NEAR(sign * at(i), hq(b, i, j), 1e-8);
+      }
+    }
+  }
+}
+
+// The device eigh checks its operands on the host with the host's sentences before any call.
+TEST(CudaEigh, OperandErrorsBeforeAnyCall) {
+  float* fake = reinterpret_cast<float*>(std::uintptr_t{256});
+  int* fake_info = reinterpret_cast<int*>(std::uintptr_t{4096});
+  auto m = make_device_tensor(fake, make_shape(index_t{2}, index_t{3}, index_t{3}));
+  auto w = make_device_tensor(fake + 64, make_shape(index_t{2}, index_t{2}));
+  auto info = make_device_tensor(fake_info, make_shape(index_t{2}));
+  try {
+    exec::eigh(exec::Cuda{}, w, m, info);
+    FAIL() << "mismatched shapes must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(),
+                 "eigh of matrices (2,3,3) needs eigenvalues (2,3) and info (2), got eigenvalues "
+                 "(2,2) and info (2).");
+  }
+}
 
 // exec::for_each_row on the device (a block per row) against the host twin: the same body.
 TEST(CudaRows, ABlockPerRowMatchesTheHostTwin) {
