@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checkpoint.hpp"
+#include "../state/checkpoint.hpp"
 #include "distributed.hpp"
 
 namespace tessel::shampoo {

@@ -1,9 +1,12 @@
-// DistributedShampoo<T>: Shampoo's host step spread over the ranks of a Communicator. The ranks
-// form groups of num_trainers_per_group consecutive ranks; within a group, each rank keeps
-// optimizer state only for the blocks the plan gives it (BlockPlan::rank), computes their updates,
-// and one all-gather per step exchanges every block's update as a flat buffer laid out by the plan,
-// in the communication dtype; then every rank applies all updates, so all ranks end the step with
-// the same parameters. Groups repeat the work independently (no traffic between groups per step).
+// DistributedShampoo<T, Executor>: Shampoo's step spread over the ranks of a Communicator. The
+// ranks form groups of num_trainers_per_group consecutive ranks; within a group, each rank keeps
+// optimizer state only for the blocks the plan gives it (BlockPlan::rank) in a Shampoo<T> of its
+// own (the same step, optimizer.hpp), computes their updates, and one all-gather per step
+// exchanges every block's update as a flat buffer laid out by the plan, in the communication
+// dtype; then every rank applies all updates, so all ranks end the step with the same parameters.
+// Groups repeat the work independently (no traffic between groups per step). The executor decides
+// where the buffers live: host executors over a host communicator (MPI), exec::Cuda over one that
+// moves device memory (NCCL; <tessel/shampoo/device_distributed.cuh>); the code is the same.
 //
 // What is guaranteed (docs/shampoo.md, "Distribution"): the update u of each block is rounded to
 // the communication dtype once, by its owner, and every rank applies w <- w - lr * u with the same
@@ -31,15 +34,18 @@
 #include <utility>
 #include <vector>
 
-#include "../core/dtype.hpp"
-#include "../core/error.hpp"
-#include "../core/float16.hpp"
-#include "../dist/communicator.hpp"
-#include "optimizer.hpp"
-#include "options.hpp"
-#include "plan.hpp"
-#include "state.hpp"
-#include "step_bodies.hpp"
+#include "../../core/dtype.hpp"
+#include "../../core/error.hpp"
+#include "../../core/float16.hpp"
+#include "../../dist/communicator.hpp"
+#include "../optimizer.hpp"
+#include "../options.hpp"
+#include "../plan/plan.hpp"
+#include "../plan/geometry.hpp"
+#include "../plan/segments.hpp"
+#include "../state/state_dict.hpp"
+#include "../step/backend.hpp"
+#include "../step/stages.hpp"
 
 namespace tessel::shampoo {
 
@@ -114,11 +120,36 @@ Plan owned_plan(BasicPlan<P, B, G> const& plan, index_t rank) {
 
 namespace detail {
 
+// Every rank throws `message` of rank `root` (which alone may know it); the text travels through
+// the executor's memory, as the communicator expects.
+template <class X>
+[[noreturn]] void throw_shared(dist::Communicator& comm, X const& x, std::string message, int root) {
+  using B = Backend<X>;
+  std::uint64_t length = message.size();
+  auto buffer = B::template allocate<std::uint64_t>(1);
+  B::from_host(x, &length, 1, buffer.data());
+  B::wait(x);
+  comm.broadcast(std::as_writable_bytes(std::span(buffer.data(), 1)), root);
+  B::to_host(x, buffer.data(), 1, &length);
+  B::wait(x);
+  message.resize(static_cast<std::size_t>(length));
+  if (length > 0) {
+    auto text = B::template allocate<char>(static_cast<index_t>(length));
+    B::from_host(x, message.data(), static_cast<index_t>(length), text.data());
+    B::wait(x);
+    comm.broadcast(std::as_writable_bytes(std::span(text.data(), message.size())), root);
+    B::to_host(x, text.data(), static_cast<index_t>(length), message.data());
+    B::wait(x);
+  }
+  tessel::detail::throw_error(message);
+}
+
 // Runs fn on every rank of comm. When it throws tessel::Error on some ranks, every rank throws the
 // error of the lowest such rank, so no rank goes on alone into a collective the others skip and all
 // report the same sentence. Costs one all-reduce, and a broadcast when something failed.
-template <class F>
-void agree(dist::Communicator& comm, F&& fn) {
+template <class X, class F>
+void agree(dist::Communicator& comm, X const& x, F&& fn) {
+  using B = Backend<X>;
   std::string message;
   std::vector<double> failed(static_cast<std::size_t>(comm.size()), 0.0);
   try {
@@ -127,95 +158,64 @@ void agree(dist::Communicator& comm, F&& fn) {
     message = e.what();
     failed[static_cast<std::size_t>(comm.rank())] = 1.0;
   }
-  comm.all_reduce_sum(std::span<double>(failed));
+  auto const n = static_cast<index_t>(failed.size());
+  auto buffer = B::template allocate<double>(n);
+  B::from_host(x, failed.data(), n, buffer.data());
+  B::wait(x);
+  comm.all_reduce_sum(std::span<double>(buffer.data(), failed.size()));
+  B::to_host(x, buffer.data(), n, failed.data());
+  B::wait(x);
   auto first = std::find(failed.begin(), failed.end(), 1.0);
   if (first == failed.end()) return;
-  int const root = static_cast<int>(first - failed.begin());
-  std::uint64_t length = message.size();
-  comm.broadcast(std::as_writable_bytes(std::span(&length, 1)), root);
-  message.resize(static_cast<std::size_t>(length));
-  comm.broadcast(std::as_writable_bytes(std::span(message.data(), message.size())), root);
-  tessel::detail::throw_error(message);
+  throw_shared(comm, x, std::move(message), static_cast<int>(first - failed.begin()));
+}
+template <class F>
+void agree(dist::Communicator& comm, F&& fn) {
+  agree(comm, exec::Serial{}, std::forward<F>(fn));
 }
 
-// Rounds n values to dtype d into `out`; returns the index of the first finite value that does not
-// fit (rounds to Inf), or n.
-template <class T>
-std::size_t pack_values(DType d, T const* in, std::size_t n, std::byte* out) {
-  auto put = [&](auto tag) {
-    using C = decltype(tag);
-    for (std::size_t i = 0; i < n; ++i) {
-      C const v(static_cast<float>(in[i]));
-      if (!std::isfinite(static_cast<float>(v)) && std::isfinite(in[i])) return i;
-      std::memcpy(out + i * sizeof(C), &v, sizeof(C));
-    }
-    return n;
-  };
-  switch (d) {
-    case DType::bf16:
-      return put(bfloat16{});
-    case DType::f16:
-      return put(half{});
-    case DType::f32:
-      if constexpr (std::is_same_v<T, float>) {
-        if (n) std::memcpy(out, in, n * sizeof(float));
-        return n;
-      } else {
-        return put(float{});
-      }
-    default:
-      for (std::size_t i = 0; i < n; ++i) {
-        double const v = static_cast<double>(in[i]);
-        std::memcpy(out + i * sizeof(double), &v, sizeof(double));
-      }
-      return n;
+// 1 where a finite value of T becomes Inf in the communication type U, else 0. (x - x == 0 is
+// "finite" on the host and the device alike.)
+template <class U>
+struct NotHeldBy {
+  template <class V>
+  TESSEL_HOST_DEVICE int operator()(V v) const {
+    auto const narrowed = tessel::load_element(tessel::store_element<U>(v));
+    return v - v == V(0) && !(narrowed - narrowed == decltype(narrowed)(0)) ? 1 : 0;
   }
-}
+};
 
-// The n values of dtype d at `in` as T (exact: T is at least as wide, or the value came from T).
-template <class T>
-void unpack_values(DType d, std::byte const* in, std::size_t n, T* out) {
-  auto get = [&](auto tag) {
-    using C = decltype(tag);
-    for (std::size_t i = 0; i < n; ++i) {
-      C v;
-      std::memcpy(&v, in + i * sizeof(C), sizeof(C));
-      if constexpr (std::is_floating_point_v<C>)
-        out[i] = static_cast<T>(v);
-      else
-        out[i] = static_cast<T>(static_cast<float>(v));
-    }
-  };
-  switch (d) {
-    case DType::bf16:
-      return get(bfloat16{});
-    case DType::f16:
-      return get(half{});
-    case DType::f32:
-      return get(float{});
-    default:
-      return get(double{});
-  }
+// f(U{}) with U the C++ type of a communication dtype.
+template <class F>
+decltype(auto) visit_communication_dtype(DType d, F&& f) {
+  if (d == DType::bf16) return f(bfloat16{});
+  if (d == DType::f16) return f(half{});
+  if (d == DType::f32) return f(float{});
+  return f(double{});
 }
 
 }  // namespace detail
 
-template <class T>
+template <class T, class X = exec::Auto>
 class DistributedShampoo {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "tessel: DistributedShampoo<T> takes float or double parameters.");
+  using B = Backend<X>;
+  using Local = Shampoo<T, RuntimePlan, X>;
 
  public:
   using value_type = T;
+  using executor_type = X;
 
   // Collective: every rank of `world` constructs it with the same plan and options. The plan must
   // distribute its blocks over the group size (plan.group_size == num_trainers_per_group, or the
   // number of ranks for -1; with_group_size gives such a plan). Every check throws the same
-  // tessel::Error on every rank. `world` must outlive the optimizer.
-  template <class P, class B, class G>
-  DistributedShampoo(dist::Communicator& world, BasicPlan<P, B, G> const& plan,
-                     Options options = {}, DistributedOptions distributed = {})
-      : world_(&world), plan_(to_runtime(plan)), distributed_(distributed) {
+  // tessel::Error on every rank. `world` must outlive the optimizer, and move the memory of the
+  // executor (host memory for host executors; device memory on executor.stream for exec::Cuda).
+  template <class P, class BB, class G>
+  DistributedShampoo(dist::Communicator& world, BasicPlan<P, BB, G> const& plan,
+                     Options options = {}, DistributedOptions distributed = {}, X executor = {})
+      : world_(&world), plan_(to_runtime(plan)), distributed_(distributed), executor_(executor) {
     validate(options);
     validate(distributed_);
     index_t const group_size = resolved_group_size(distributed_, world.size());
@@ -226,8 +226,9 @@ class DistributedShampoo {
           distributed_.num_trainers_per_group, " of ", world.size(),
           " ranks); make the plan with group size ", group_size, "."));
     group_ = world.split(world.rank() / static_cast<int>(group_size));
-    detail::agree(world, [&] {
-      local_ = std::make_unique<Shampoo<T>>(owned_plan(plan_, group_->rank()), std::move(options));
+    detail::agree(world, executor_, [&] {
+      local_ = std::make_unique<Local>(owned_plan(plan_, group_->rank()), std::move(options),
+                                       executor_);
     });
     build_layout();
   }
@@ -252,7 +253,7 @@ class DistributedShampoo {
   // Plan indices of the blocks this rank keeps state for, in plan order.
   std::span<index_t const> owned_blocks() const noexcept { return owned_; }
   // The optimizer over this rank's blocks (its block b is owned_blocks()[b]).
-  Shampoo<T> const& local() const noexcept { return *local_; }
+  Local const& local() const noexcept { return *local_; }
 
   // Bytes of one step's all-gather buffer (every rank's contribution, headers included), and of
   // this rank's contribution: a rank receives exchanged_bytes() - sent_bytes() per step.
@@ -267,92 +268,151 @@ class DistributedShampoo {
   //      data-parallel all-reduce); then every rank throws the same errors at the same points and
   //      on any error no parameter is changed.
   void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads) {
-    // A gradient that would overflow a factor is refused before anything changes, as Shampoo
-    // refuses it: each rank bounds its own blocks, and one all-gather of 8 bytes per rank makes
-    // every rank throw the first failure in plan order (so no rank counts the step alone).
     local_->check_step_arguments(params, grads);
-    {
-      std::int64_t code = std::numeric_limits<std::int64_t>::max();
-      std::string message;
-      if (auto bound = local_->check_factor_bounds(params, grads)) {
-        code = static_cast<std::int64_t>(owned_[bound->block]);
-        message = std::move(bound->message);
-      }
-      std::vector<std::int64_t> codes(static_cast<std::size_t>(group_->size()));
-      group_->all_gather(std::as_bytes(std::span(&code, 1)),
-                         std::as_writable_bytes(std::span(codes)));
-      throw_first_failure(*std::min_element(codes.begin(), codes.end()), std::move(message));
-    }
-    auto failure = local_->prepare_updates(params, grads, local_updates_.data(), true, true);
-    // The header: this rank's first failure as kind * blocks + block (accumulation failures before
-    // updates that the communication dtype cannot hold, as one process meets them), or none.
-    auto const nb = static_cast<std::int64_t>(plan_.num_blocks());
-    std::int64_t code = std::numeric_limits<std::int64_t>::max();
-    std::string message;
-    if (failure) {
-      code = static_cast<std::int64_t>(owned_[failure->block]);
-      message = std::move(failure->message);
-    } else {
-      std::size_t const n = local_updates_.size();
-      std::size_t const bad = detail::pack_values(
-          distributed_.communication_dtype, local_updates_.data(), n, send_.data() + header_bytes);
-      if (bad < n) {
-        std::size_t const lb = static_cast<std::size_t>(
-            std::upper_bound(local_->update_offsets_.begin(), local_->update_offsets_.end(),
-                             static_cast<index_t>(bad)) -
-            local_->update_offsets_.begin() - 1);
-        BlockPlan const& bp = plan_.blocks[static_cast<std::size_t>(owned_[lb])];
-        code = nb + static_cast<std::int64_t>(owned_[lb]);
-        message = tessel::detail::sentence(
-            "the update of ", shampoo::detail::block_name(bp.param, bp.index), " has the value ",
-            shampoo::detail::format_number(static_cast<double>(local_updates_[bad])),
-            " at element ", bad - static_cast<std::size_t>(local_->update_offset(lb)), ", which ",
-            dtype_name(distributed_.communication_dtype),
-            " cannot hold; choose a wider communication_dtype.");
-      }
-    }
-    std::memcpy(send_.data(), &code, sizeof code);
-    group_->all_gather_v(send_, recv_, counts_);
-    std::int64_t first = std::numeric_limits<std::int64_t>::max();
-    for (std::size_t r = 0; r < counts_.size(); ++r) {
-      std::int64_t c = 0;
-      std::memcpy(&c, recv_.data() + offsets_[r], sizeof c);
-      first = std::min(first, c);
-    }
-    throw_first_failure(first, std::move(message));
-    local_->commit_momentum();
-    for (std::size_t r = 0; r < counts_.size(); ++r)
-      detail::unpack_values(
-          distributed_.communication_dtype, recv_.data() + offsets_[r] + header_bytes,
-          (counts_[r] - header_bytes) / element_bytes(), all_updates_.data() + rank_first_[r]);
-    T const lr = T(local_->options().lr);
-    shampoo::detail::parallel_for(static_cast<index_t>(plan_.num_blocks()), [&](index_t b) {
-      auto const bu = static_cast<std::size_t>(b);
-      auto const p = static_cast<std::size_t>(plan_.blocks[bu].param);
-      apply_update(HostContext{}, geometry_[bu], params[p].data(),
-                   all_updates_.data() + update_at_[bu], lr);
-    });
+    auto const ptrs = Local::pointers(params, grads);
+    run(ptrs.first, ptrs.second);
   }
   void step(std::vector<std::span<T>> const& params, std::vector<std::span<T const>> const& grads) {
     step(std::span<std::span<T> const>(params), std::span<std::span<T const> const>(grads));
+  }
+  // Bare pointers in the executor's memory (the device's spelling). @pre planned sizes
+  void step(std::vector<T*> const& params, std::vector<T const*> const& grads) {
+    local_->check_counts(params.size(), grads.size());
+    run(params, grads);
   }
 
   // This rank's state: the keys Shampoo<T>::state_dict gives for its own blocks, and the steps.
   StateDict state_dict() const { return local_->state_dict(); }
 
  private:
+  static constexpr std::size_t header_bytes = sizeof(std::int64_t);
+
+  void run(std::vector<T*> const& params, std::vector<T const*> const& grads) {
+    // A gradient that would overflow a factor is refused before anything changes, as Shampoo
+    // refuses it: each rank bounds its own blocks, and one all-gather of 8 bytes per rank makes
+    // every rank throw the first failure in plan order (so no rank counts the step alone).
+    {
+      std::int64_t code = none;
+      std::string message;
+      if (auto bound = local_->check_gradients_and_bounds(params, grads)) {
+        code = static_cast<std::int64_t>(owned_[bound->block]);
+        message = std::move(bound->message);
+      }
+      B::from_host(executor_, &code, 1, codes_.data());
+      B::wait(executor_);
+      auto const n = static_cast<std::size_t>(group_->size());
+      group_->all_gather(std::as_bytes(std::span(codes_.data(), 1)),
+                         std::as_writable_bytes(std::span(codes_.data() + 1, n)));
+      std::vector<std::int64_t> codes(n);
+      B::to_host(executor_, codes_.data() + 1, static_cast<index_t>(n), codes.data());
+      B::wait(executor_);
+      throw_first_failure(*std::min_element(codes.begin(), codes.end()), std::move(message));
+    }
+    auto failure = local_->prepare_updates(params, grads, local_updates_.data(), true);
+    // The header: this rank's first failure as kind * blocks + block (accumulation failures before
+    // updates that the communication dtype cannot hold, as one process meets them), or none.
+    auto const nb = static_cast<std::int64_t>(plan_.num_blocks());
+    std::int64_t code = none;
+    std::string message;
+    if (failure) {
+      code = static_cast<std::int64_t>(owned_[failure->block]);
+      message = std::move(failure->message);
+    } else if (auto bad = pack()) {
+      auto const lb = static_cast<std::size_t>(
+          std::upper_bound(local_->update_offsets_.begin(), local_->update_offsets_.end(),
+                           bad->first) -
+          local_->update_offsets_.begin() - 1);
+      BlockPlan const& bp = plan_.blocks[static_cast<std::size_t>(owned_[lb])];
+      code = nb + static_cast<std::int64_t>(owned_[lb]);
+      message = tessel::detail::sentence(
+          "the update of ", shampoo::detail::block_name(bp.param, bp.index), " has the value ",
+          shampoo::detail::format_number(static_cast<double>(bad->second)), " at element ",
+          bad->first - local_->update_offset(lb), ", which ",
+          dtype_name(distributed_.communication_dtype),
+          " cannot hold; choose a wider communication_dtype.");
+    }
+    B::from_host(executor_, reinterpret_cast<std::byte const*>(&code),
+                 static_cast<index_t>(header_bytes), send_.data());
+    B::wait(executor_);
+    group_->all_gather_v(std::span<std::byte const>(send_.data(), sent_bytes()),
+                         std::span<std::byte>(recv_.data(), exchanged_bytes()), counts_);
+    std::int64_t first = none;
+    for (std::size_t r = 0; r < counts_.size(); ++r) {
+      std::int64_t c = 0;
+      B::to_host(executor_, recv_.data() + offsets_[r], static_cast<index_t>(header_bytes),
+                 reinterpret_cast<std::byte*>(&c));
+      B::wait(executor_);
+      first = std::min(first, c);
+    }
+    throw_first_failure(first, std::move(message));
+    local_->commit_momentum();
+    apply(params);
+  }
+
+  // This rank's updates, rounded to the communication dtype, into the payload of send_; the first
+  // update the dtype cannot hold (its index and value), or none.
+  std::optional<std::pair<index_t, T>> pack() {
+    index_t const n = local_->update_numel();
+    auto const updates = B::view(local_updates_.data(), make_layout(make_shape(n)));
+    std::optional<std::pair<index_t, T>> bad;
+    detail::visit_communication_dtype(distributed_.communication_dtype, [&](auto u) {
+      using U = decltype(u);
+      assign(B::view(reinterpret_cast<U*>(send_.data() + header_bytes), make_layout(make_shape(n))),
+             updates, executor_);
+      if constexpr (sizeof(U) < sizeof(T)) {
+        if (n == 0) return;
+        auto where_bad = B::template allocate<index_t>(1);
+        assign(B::view(where_bad.data(), make_layout(make_shape(index_t{1}))),
+               argmax(map(detail::NotHeldBy<U>{}, updates), keep), executor_);
+        index_t at = 0;
+        B::to_host(executor_, where_bad.data(), 1, &at);
+        B::wait(executor_);
+        T value{};
+        B::to_host(executor_, local_updates_.data() + at, 1, &value);
+        B::wait(executor_);
+        if (detail::NotHeldBy<U>{}(value) != 0) bad = std::pair{at, value};
+      }
+    });
+    return bad;
+  }
+
+  // Every block's update into the slots of its batch group of the full plan, then one
+  // assignment w <- w - lr u per segment: the expression Shampoo<T>::step applies.
+  void apply(std::vector<T*> const& params) {
+    detail::visit_communication_dtype(distributed_.communication_dtype, [&](auto u) {
+      using U = decltype(u);
+      for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
+        auto const r = static_cast<std::size_t>(plan_.blocks[b].rank);
+        index_t const numel = plan_.group_of(b).numel();
+        auto const at = offsets_[r] + header_bytes + (update_at_[b] - rank_first_[r]) * sizeof(U);
+        assign(B::view(all_updates_.data() + group_first_[static_cast<std::size_t>(plan_.blocks[b].group)] +
+                           plan_.blocks[b].slot * numel,
+                       make_layout(make_shape(numel))),
+               B::view(reinterpret_cast<U const*>(recv_.data() + at), make_layout(make_shape(numel))),
+               executor_);
+      }
+    });
+    T const lr = T(local_->options().lr);
+    for (SegmentPlan const& sp : segments_) {
+      auto const seg = runtime_segment(sp, plan_.groups[static_cast<std::size_t>(sp.group)].shape);
+      index_t const numel = plan_.groups[static_cast<std::size_t>(sp.group)].numel();
+      stages::apply_update(
+          executor_, B::view(params[static_cast<std::size_t>(sp.param)] + sp.offset, seg.param_layout()),
+          B::view(all_updates_.data() + group_first_[static_cast<std::size_t>(sp.group)] +
+                      sp.first_slot * numel,
+                  seg.state_layout()),
+          lr);
+    }
+  }
+
   // first: the smallest failure code of every rank (kind * blocks + block), or none (int64 max).
   // On a failure its block's owner broadcasts its message and every rank throws it; message is
   // this rank's own (used when it is the owner).
   void throw_first_failure(std::int64_t first, std::string message) {
-    if (first == std::numeric_limits<std::int64_t>::max()) return;
+    if (first == none) return;
     auto const nb = static_cast<std::int64_t>(plan_.num_blocks());
     int const owner = static_cast<int>(plan_.blocks[static_cast<std::size_t>(first % nb)].rank);
-    std::uint64_t length = message.size();
-    group_->broadcast(std::as_writable_bytes(std::span(&length, 1)), owner);
-    message.resize(static_cast<std::size_t>(length));
-    group_->broadcast(std::as_writable_bytes(std::span(message.data(), message.size())), owner);
-    tessel::detail::throw_error(message);
+    detail::throw_shared(*group_, executor_, std::move(message), owner);
   }
 
   template <class U>
@@ -360,7 +420,7 @@ class DistributedShampoo {
   template <class U>
   friend void load_checkpoint(DistributedShampoo<U>&, std::filesystem::path const&);
 
-  static constexpr std::size_t header_bytes = sizeof(std::int64_t);
+  static constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
 
   // load_state_dict in two halves, so a checkpoint load can agree across ranks in between.
   index_t check_local_state(StateDict const& state) const {
@@ -373,7 +433,8 @@ class DistributedShampoo {
   std::size_t element_bytes() const { return dtype_size(distributed_.communication_dtype); }
 
   // The all-gather layout: rank r's contribution is an 8-byte header and the updates of its blocks
-  // in plan order; all_updates_ holds them as T in the same order.
+  // in plan order (block b's at update_at_[b] - rank_first_[r] elements into it); all_updates_
+  // holds them as T, group by group and slot by slot of the full plan (group_first_).
   void build_layout() {
     auto const G = static_cast<std::size_t>(group_->size());
     counts_.assign(G, header_bytes);
@@ -390,30 +451,40 @@ class DistributedShampoo {
     for (std::size_t r = 0; r < G; ++r) offsets_[r + 1] = offsets_[r] + counts_[r];
     std::vector<std::size_t> next(rank_first_.begin(), rank_first_.end() - 1);
     update_at_.resize(plan_.num_blocks());
-    geometry_.resize(plan_.num_blocks());
     for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
       auto const r = static_cast<std::size_t>(plan_.blocks[b].rank);
       update_at_[b] = next[r];
       next[r] += static_cast<std::size_t>(plan_.group_of(b).numel());
-      geometry_[b] = block_geometry(plan_, b);
       if (plan_.blocks[b].rank == group_->rank()) owned_.push_back(static_cast<index_t>(b));
     }
-    local_updates_.assign(static_cast<std::size_t>(local_->update_numel()), T(0));
-    all_updates_.assign(rank_first_.back(), T(0));
-    send_.assign(counts_[static_cast<std::size_t>(group_->rank())], std::byte{0});
-    recv_.assign(offsets_.back(), std::byte{0});
+    group_first_.assign(plan_.num_groups() + 1, 0);
+    for (std::size_t g = 0; g < plan_.num_groups(); ++g)
+      group_first_[g + 1] = group_first_[g] + static_cast<std::size_t>(plan_.groups[g].count *
+                                                                       plan_.groups[g].numel());
+    segments_ = segments(plan_);
+    local_updates_ = B::template allocate<T>(local_->update_numel());
+    all_updates_ = B::template allocate<T>(static_cast<index_t>(group_first_.back()));
+    send_ = B::template allocate<std::byte>(static_cast<index_t>(sent_bytes()));
+    recv_ = B::template allocate<std::byte>(static_cast<index_t>(exchanged_bytes()));
+    codes_ = B::template allocate<std::int64_t>(static_cast<index_t>(G + 1));
+    local_->prepare_staging();
   }
+
+  template <class U>
+  using Buffer = typename B::template Buffer<U>;
 
   dist::Communicator* world_;
   std::unique_ptr<dist::Communicator> group_;
   Plan plan_;
   DistributedOptions distributed_;
-  std::unique_ptr<Shampoo<T>> local_;
+  X executor_;
+  std::unique_ptr<Local> local_;
   std::vector<index_t> owned_;
-  std::vector<std::size_t> counts_, offsets_, rank_first_, update_at_;
-  std::vector<BlockGeometry> geometry_;
-  std::vector<T> local_updates_, all_updates_;
-  std::vector<std::byte> send_, recv_;
+  std::vector<std::size_t> counts_, offsets_, rank_first_, update_at_, group_first_;
+  std::vector<SegmentPlan> segments_;  // of the full plan
+  Buffer<T> local_updates_, all_updates_;
+  Buffer<std::byte> send_, recv_;
+  Buffer<std::int64_t> codes_;  // this rank's bound-check code, then every rank's
 };
 
 }  // namespace tessel::shampoo

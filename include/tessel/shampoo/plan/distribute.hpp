@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "../core/config.hpp"
-#include "../core/error.hpp"
+#include "../../core/config.hpp"
+#include "../../core/error.hpp"
 
 namespace tessel::shampoo {
 

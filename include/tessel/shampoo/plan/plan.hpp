@@ -14,13 +14,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "../core/dtype.hpp"
-#include "../core/dyn_rank_tuple.hpp"
-#include "../core/error.hpp"
-#include "../core/int.hpp"
-#include "../core/int_tuple.hpp"
-#include "../core/merge_small_dims.hpp"
-#include "../core/multi_dim_split.hpp"
+#include "../../core/dtype.hpp"
+#include "../../core/dyn_rank_tuple.hpp"
+#include "../../core/error.hpp"
+#include "../../core/int.hpp"
+#include "../../core/int_tuple.hpp"
+#include "../../core/merge_small_dims.hpp"
+#include "../../core/multi_dim_split.hpp"
 #include "distribute.hpp"
 
 namespace tessel::shampoo {

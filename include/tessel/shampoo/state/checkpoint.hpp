@@ -10,10 +10,10 @@
 #include <string>
 #include <utility>
 
-#include "../io/safetensors.hpp"
-#include "optimizer.hpp"
-#include "state.hpp"
-#include "state_keys.hpp"
+#include "../../io/safetensors.hpp"
+#include "../optimizer.hpp"
+#include "state_dict.hpp"
+#include "keys.hpp"
 
 namespace tessel::shampoo {
 

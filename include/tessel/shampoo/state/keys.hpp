@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../core/error.hpp"
-#include "state.hpp"
+#include "../../core/error.hpp"
+#include "state_dict.hpp"
 
 namespace tessel::shampoo {
 

@@ -11,10 +11,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "../core/dtype.hpp"
-#include "../core/error.hpp"
-#include "../core/float16.hpp"
-#include "utils.hpp"
+#include "../../core/dtype.hpp"
+#include "../../core/error.hpp"
+#include "../../core/float16.hpp"
+#include "../utils.hpp"
 
 namespace tessel::shampoo {
 

@@ -13,8 +13,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "../core/dtype.hpp"
-#include "../core/error.hpp"
+#include "../../core/dtype.hpp"
+#include "../../core/error.hpp"
 
 namespace tessel::shampoo {
 
