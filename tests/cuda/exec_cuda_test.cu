@@ -235,6 +235,24 @@ TEST(CudaExecutor, ReductionsInsideExpressionsAreMaterializedOnTheDevice) {
 }
 
 // Validation runs on the host before any CUDA call, so fake device pointers are enough here.
+// A 16-bit leaf the executor may have to compact keeps its element type in the device temporary
+// (the evaluator types of both paths agree; this did not compile before), and a scalar-first
+// product broadcasts a rank-0 scalar with a rank-0 accumulator (nvcc used to flag it).
+TEST(CudaExecutor, SixteenBitLeavesAndScalarFirstProductsMatchTheHostTwin) {
+  TESSEL_REQUIRE_GPU();
+  gpu::Stream s;
+  exec::Cuda const gpu{s.get()};
+  auto x = random_host(make_shape(index_t{48}, index_t{64}), 45);
+  auto h16 = make_host_tensor<bfloat16>(make_shape(index_t{48}, index_t{64}));
+  for (index_t i = 0; i < 48 * 64; ++i) h16[i] = bfloat16(x[i]);
+  auto d16 = to_device(h16, s);
+  auto expected = make_host_tensor<float>(make_shape(index_t{64}, index_t{48}));
+  assign(expected, 2.0f * cast<float>(transpose(h16.view())), exec::Serial{});
+  auto out = make_device_tensor<float>(make_shape(index_t{64}, index_t{48}));
+  assign(out, 2.0f * cast<float>(transpose(d16.view())), gpu);
+  expect_close(to_host(out, s), expected, 0.0);
+}
+
 TEST(CudaExecutor, ShapeMismatchThrowsBeforeAnyLaunch) {
   float* fake = reinterpret_cast<float*>(std::uintptr_t{256});
   auto x = make_device_tensor(fake, make_shape(3, 4));

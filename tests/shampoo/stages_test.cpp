@@ -63,12 +63,15 @@ TEST(StepStages, GraftingStateAndDirection) {
   auto v = [](std::vector<double>& x) { return make_tensor(x.data(), make_shape(index_t(x.size()))); };
   stages::accumulate_grafting(exec::Serial{}, v(a), v(g), s);
   EXPECT_DOUBLE_EQ(a[0], 0.5 * 4.0 + 0.25 * 4.0);
-  with_grafting_direction(GraftingType::adam, v(a), v(g), s.grafting,
-                          [&](auto const& dir) { assign(v(d), dir, exec::Serial{}); });
+  assign(v(d), grafting_direction(v(a), v(g), s.grafting), exec::Serial{});
   EXPECT_DOUBLE_EQ(d[0], 2.0 / (std::sqrt(3.0 / 0.75) + 0.1));
-  with_grafting_direction(GraftingType::sgd, v(a), v(g), s.grafting,
-                          [&](auto const& dir) { assign(v(d), dir, exec::Serial{}); });
-  EXPECT_EQ(d[0], 2.0) << "SGD grafts the gradient itself";
+  // SGD: the same expression with SGD's constants and the gradient as its own accumulator.
+  auto const sgd = grafting_scalars<double>(sgd_grafting(), 1);
+  std::vector<double> odd{-3.25, 1e30, -0.0, 7e-300};
+  std::vector<double> out(odd.size());
+  assign(v(out), grafting_direction(v(odd), v(odd), sgd), exec::Serial{});
+  EXPECT_EQ(out, odd) << "SGD grafts the gradient itself, bit for bit";
+  EXPECT_TRUE(std::signbit(out[2]));
 }
 
 TEST(StepStages, UpdateWithDecayAndMomentum) {

@@ -96,10 +96,23 @@ auto device_temporary(ExprShape<R> const& s, cudaStream_t stream) {
 template <class DV, class Node>
 void run_assignment(DV const& dst, Node const& node, Cuda const& x);
 
+// The element type of a node's device temporary: a compacted tensor leaf keeps its own element
+// type (a bf16 leaf stays bf16, so the leaf's evaluator type does not change), anything else is
+// stored in its compute type.
+template <class Node>
+struct temporary_element {
+  using type = typename Node::value_type;
+};
+template <class V>
+struct temporary_element<tessel::detail::TensorLeaf<V>> {
+  using type = typename tessel::detail::TensorLeaf<V>::element_type;
+};
+
 // A reduction, row operation or non-coalescable leaf evaluated into a device temporary.
 template <class Node>
 auto materialize(Node const& node, Cuda const& x) {
-  auto tmp = device_temporary<typename Node::value_type>(node.shape(), stream_of(x));
+  auto tmp =
+      device_temporary<typename temporary_element<Node>::type>(node.shape(), stream_of(x));
   run_assignment(tmp.view, node, x);
   return tmp;
 }

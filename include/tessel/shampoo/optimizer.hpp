@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <span>
@@ -109,7 +110,7 @@ class Shampoo {
   void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads) {
     check_step_arguments(params, grads);
     auto const ptrs = pointers(params, grads);
-    run_step(ptrs.first, ptrs.second, nullptr);
+    run_step<false>(ptrs.first, ptrs.second, nullptr);
   }
   void step(std::vector<std::span<T>> const& params, std::vector<std::span<T const>> const& grads) {
     step(std::span<std::span<T> const>(params), std::span<std::span<T const> const>(grads));
@@ -118,7 +119,12 @@ class Shampoo {
   // @pre params[i] and grads[i] hold the planned number of elements
   void step(std::vector<T*> const& params, std::vector<T const*> const& grads) {
     check_counts(params.size(), grads.size());
-    run_step(params, grads, nullptr);
+    run_step<false>(params, grads, nullptr);
+  }
+  // step({w1, w2}, {g1, g2}) with pointers: without this, two pointers would also read as the
+  // iterator pair of one span.
+  void step(std::initializer_list<T*> params, std::initializer_list<T const*> grads) {
+    step(std::vector<T*>(params), std::vector<T const*>(grads));
   }
 
   // The step without touching the parameters: the same checks, errors and state changes as step(),
@@ -134,7 +140,7 @@ class Shampoo {
           "compute_updates needs room for ", update_numel(), " update values (one per element of ",
           plan_.num_blocks(), " blocks), got ", updates.size(), "."));
     auto const ptrs = pointers(params, grads);
-    run_step(ptrs.first, ptrs.second, updates.data());
+    run_step<true>(ptrs.first, ptrs.second, updates.data());
   }
   void compute_updates(std::vector<std::span<T>> const& params,
                        std::vector<std::span<T const>> const& grads, std::span<T> updates) {
@@ -145,7 +151,7 @@ class Shampoo {
   void compute_updates(std::vector<T*> const& params, std::vector<T const*> const& grads,
                        T* updates) {
     check_counts(params.size(), grads.size());
-    run_step(params, grads, updates);
+    run_step<true>(params, grads, updates);
   }
 
   // Elements of all blocks: the size of compute_updates' output.
@@ -244,11 +250,13 @@ class Shampoo {
     return out;
   }
 
-  // The checks, then the step; throws the first failure.
+  // The checks, then the step; throws the first failure. The parameters are updated when
+  // `updates` is null, else the updates are written there (compute_updates).
+  template <bool IntoUpdates>
   void run_step(std::vector<T*> const& params, std::vector<T const*> const& grads, T* updates) {
     if (auto failure = check_gradients_and_bounds(params, grads))
       tessel::detail::throw_error(failure->message);
-    if (auto failure = prepare_updates(params, grads, updates, false))
+    if (auto failure = prepare_updates<IntoUpdates>(params, grads, updates, false))
       tessel::detail::throw_error(failure->message);
   }
 
@@ -402,6 +410,9 @@ class Shampoo {
   // into updates (at update_offset). With stage_momentum the new momentum goes to a staging buffer
   // that commit_momentum() makes current, so a distributed step can drop it when another rank's
   // block failed, as step() never gets to update momentum then.
+  // (IntoUpdates says which at compile time, so a program that only calls step() does not
+  // instantiate the other.)
+  template <bool IntoUpdates>
   std::optional<BlockFailure> prepare_updates(std::vector<T*> const& params,
                                               std::vector<T const*> const&, T* updates,
                                               bool stage_momentum) {
@@ -413,7 +424,7 @@ class Shampoo {
       auto const& e = g.errors[static_cast<std::size_t>(plan_.blocks[b].slot)];
       if (!e.empty()) return BlockFailure{b, e};
     }
-    update(params, s, updates, stage_momentum);
+    update<IntoUpdates>(params, s, updates, stage_momentum);
     return std::nullopt;
   }
 
@@ -437,9 +448,10 @@ class Shampoo {
         f = converted.back().data();
         visit_factor_dtype(m.dtype, [&](auto u) {
           using U = decltype(u);
-          assign(flat(f, g.count * m.d * m.d),
-                 cast<T>(flat(reinterpret_cast<U const*>(m.factors.data()), g.count * m.d * m.d)),
-                 executor_);
+          if constexpr (!std::is_same_v<U, T>)  // stored as T: f is the storage itself
+            assign(flat(f, g.count * m.d * m.d),
+                   flat(reinterpret_cast<U const*>(m.factors.data()), g.count * m.d * m.d),
+                   executor_);
         });
       }
       values.push_back(f);
@@ -458,8 +470,9 @@ class Shampoo {
       if (m.factors_as_t()) continue;
       visit_factor_dtype(m.dtype, [&](auto u) {
         using U = decltype(u);
-        assign(flat(reinterpret_cast<U*>(m.factors.data()), g.count * m.d * m.d),
-               flat(values[j], g.count * m.d * m.d), executor_);
+        if constexpr (!std::is_same_v<U, T>)
+          assign(flat(reinterpret_cast<U*>(m.factors.data()), g.count * m.d * m.d),
+                 flat(values[j], g.count * m.d * m.d), executor_);
       });
     }
   }
@@ -530,6 +543,7 @@ class Shampoo {
   }
 
   // Precondition, graft and update every block.
+  template <bool IntoUpdates>
   void update(std::vector<T*> const& params, StepScalars<T> const& s, T* updates,
               bool stage_momentum) {
     std::vector<T*> direction(groups_.size(), nullptr), out(groups_.size(), nullptr);
@@ -549,7 +563,7 @@ class Shampoo {
       auto const param =
           B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout());
       auto finish = [&](auto const& u) {
-        if (updates)
+        if constexpr (IntoUpdates)
           assign(B::view(out[gi] + first, state), u, executor_);
         else
           stages::apply_update(executor_, param, u, s.lr);
@@ -564,13 +578,14 @@ class Shampoo {
       stages::advance_momentum(executor_, m_out, m_in, d, scale, param, s);
       finish(stages::momentum_update(d, scale, param, m_out, s));
     });
-    if (!updates) return;
-    for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
-      auto const gi = static_cast<std::size_t>(plan_.blocks[b].group);
-      Group const& g = groups_[gi];
-      if (!out[gi]) continue;
-      assign(flat(updates + update_offsets_[b], g.numel),
-             flat(out[gi] + plan_.blocks[b].slot * g.numel, g.numel), executor_);
+    if constexpr (IntoUpdates) {
+      for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
+        auto const gi = static_cast<std::size_t>(plan_.blocks[b].group);
+        Group const& g = groups_[gi];
+        if (!out[gi]) continue;
+        assign(flat(updates + update_offsets_[b], g.numel),
+               flat(out[gi] + plan_.blocks[b].slot * g.numel, g.numel), executor_);
+      }
     }
   }
 
@@ -581,9 +596,11 @@ class Shampoo {
     T* x = options_.beta1 != 0.0 ? g.direction.data() : g.grad.data();
     GraftingType const grafting = options_.grafting.type;
     auto const scale = flat(g.scale.data(), g.count);
+    // The accumulator, or for SGD the gradient itself (see grafting_direction).
+    T* accumulator = keeps_grafting_state(grafting) ? g.grafting.data() : x;
     if (s.grafting_only) {
-      with_grafting_direction(grafting, flat(g.grafting.data(), n), flat(x, n), s.grafting,
-                              [&](auto const& dir) { assign(flat(g.search.data(), n), dir, executor_); });
+      assign(flat(g.search.data(), n),
+             grafting_direction(flat(accumulator, n), flat(x, n), s.grafting), executor_);
       assign(scale, T(1), executor_);
       return g.search.data();
     }
@@ -601,8 +618,8 @@ class Shampoo {
     }
     auto const graft2 = flat(g.per_slot.data(), g.count);
     auto const shampoo2 = flat(g.per_slot.data() + g.count, g.count);
-    with_grafting_direction(grafting, rows(g.grafting.data(), g), rows(x, g), s.grafting,
-                            [&](auto const& dir) { stages::squared_norms(executor_, graft2, dir); });
+    stages::squared_norms(executor_, graft2,
+                          grafting_direction(rows(accumulator, g), rows(x, g), s.grafting));
     stages::squared_norms(executor_, shampoo2, rows(cur, g));
     stages::grafting_scale(executor_, scale, graft2, shampoo2, T(0));
     return cur;
@@ -638,8 +655,11 @@ class Shampoo {
         index_t const nn = g.count * m.d * m.d;
         m.factors = B::template allocate<std::byte>(nn * static_cast<index_t>(dtype_size(m.dtype)));
         m.inverse_roots = B::template allocate<T>(nn);
-        assign(B::view(m.inverse_roots.data(), detail::diagonal_layout(g.count, m.d)), T(1),
-               executor_);
+        std::vector<T> identities(static_cast<std::size_t>(nn), T(0));
+        for (index_t i = 0; i < g.count * m.d; ++i)
+          identities[static_cast<std::size_t>(i * m.d + i % m.d)] = T(1);  // slot i / d, row i % d
+        B::from_host(executor_, identities.data(), nn, m.inverse_roots.data());
+        B::wait(executor_);  // identities is about to go
         g.modes.push_back(std::move(m));
       }
       index_t const n = g.count * g.numel;

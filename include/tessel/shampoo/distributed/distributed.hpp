@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -280,6 +281,9 @@ class DistributedShampoo {
     local_->check_counts(params.size(), grads.size());
     run(params, grads);
   }
+  void step(std::initializer_list<T*> params, std::initializer_list<T const*> grads) {
+    step(std::vector<T*>(params), std::vector<T const*>(grads));
+  }
 
   // This rank's state: the keys Shampoo<T>::state_dict gives for its own blocks, and the steps.
   StateDict state_dict() const { return local_->state_dict(); }
@@ -308,7 +312,7 @@ class DistributedShampoo {
       B::wait(executor_);
       throw_first_failure(*std::min_element(codes.begin(), codes.end()), std::move(message));
     }
-    auto failure = local_->prepare_updates(params, grads, local_updates_.data(), true);
+    auto failure = local_->template prepare_updates<true>(params, grads, local_updates_.data(), true);
     // The header: this rank's first failure as kind * blocks + block (accumulation failures before
     // updates that the communication dtype cannot hold, as one process meets them), or none.
     auto const nb = static_cast<std::int64_t>(plan_.num_blocks());

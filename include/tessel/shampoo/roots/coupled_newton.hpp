@@ -71,8 +71,9 @@ void coupled_newton_inverse_roots(X const& x, In const& in, Out const& out, inde
   double* const power = mps + n;
   double* const next = power + n;
   auto const eye = B::view(identity.data(), make_layout(make_shape(d, d)));
-  assign(eye, 0.0, x);
-  assign(B::view(identity.data(), make_layout(make_shape(d), make_stride(d + 1))), 1.0, x);
+  std::vector<double> host_eye(static_cast<std::size_t>(d * d), 0.0);
+  for (index_t i = 0; i < d; ++i) host_eye[static_cast<std::size_t>(i * (d + 1))] = 1.0;
+  B::from_host(x, host_eye.data(), d * d, identity.data());
   // The input in T, checked for NaN / Inf, then A' = A + epsilon I in double.
   assign(B::view(input.data(), detail::matrices_layout(count, d)), in, x);
   detail::non_finite_flags(x, B::view(input.data(), detail::matrix_rows_layout(count, d)), vec(2));

@@ -17,21 +17,9 @@
 #include "../plan/plan.hpp"
 #include "../plan/segments.hpp"
 #include "../step/backend.hpp"
+#include "quantized.hpp"
 
 namespace tessel::shampoo {
-
-// f(U{}) with U the C++ type of a factor dtype (bf16, f16, f32, f64).
-// @pre is_factor_dtype(d) (validate() refuses other dtypes), else tessel::Error
-template <class F>
-decltype(auto) visit_factor_dtype(DType d, F&& f) {
-  if (d == DType::bf16) return f(bfloat16{});
-  if (d == DType::f16) return f(half{});
-  if (d == DType::f32) return f(float{});
-  if (d != DType::f64)
-    tessel::detail::throw_error(tessel::detail::sentence(
-        "factor matrices are stored as bf16, f16, f32 or f64, not ", dtype_name(d), "."));
-  return f(double{});
-}
 
 template <class T, class X>
 struct GroupState {

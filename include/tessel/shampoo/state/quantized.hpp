@@ -14,6 +14,7 @@
 #include "../../core/dtype.hpp"
 #include "../../core/error.hpp"
 #include "../../core/float16.hpp"
+#include "../../expr/element.hpp"
 #include "../utils.hpp"
 
 namespace tessel::shampoo {
@@ -23,60 +24,41 @@ constexpr bool is_factor_dtype(DType d) {
   return d == DType::bf16 || d == DType::f16 || d == DType::f32 || d == DType::f64;
 }
 
-namespace detail {
-
-// Element i of a buffer of dtype d as a double (exact for every stored dtype).
-inline double load_element(DType d, std::byte const* p, std::size_t i) {
-  switch (d) {
-    case DType::bf16: {
-      bfloat16 v;
-      std::memcpy(&v, p + 2 * i, 2);
-      return static_cast<double>(static_cast<float>(v));
-    }
-    case DType::f16: {
-      half v;
-      std::memcpy(&v, p + 2 * i, 2);
-      return static_cast<double>(static_cast<float>(v));
-    }
-    case DType::f32: {
-      float v;
-      std::memcpy(&v, p + 4 * i, 4);
-      return v;
-    }
-    default: {
-      double v;
-      std::memcpy(&v, p + 8 * i, 8);
-      return v;
-    }
-  }
+// f(U{}) with U the C++ type of a factor dtype (bf16, f16, f32, f64): the one dispatch from a
+// factor's run-time dtype to its type.
+// @pre is_factor_dtype(d) (validate() refuses other dtypes), else tessel::Error
+template <class F>
+decltype(auto) visit_factor_dtype(DType d, F&& f) {
+  if (d == DType::bf16) return f(bfloat16{});
+  if (d == DType::f16) return f(half{});
+  if (d == DType::f32) return f(float{});
+  if (d != DType::f64)
+    tessel::detail::throw_error(tessel::detail::sentence(
+        "factor matrices are stored as bf16, f16, f32 or f64, not ", dtype_name(d), "."));
+  return f(double{});
 }
 
-// Rounds x to dtype d (to nearest even; half and bfloat16 go through float, as torch does for
-// float32 sources) and stores it at element i.
+namespace detail {
+
+// Element i of a buffer of factor dtype d as a double (exact for every stored dtype).
+inline double load_element(DType d, std::byte const* p, std::size_t i) {
+  return visit_factor_dtype(d, [&](auto u) {
+    using U = decltype(u);
+    U v;
+    std::memcpy(&v, p + sizeof(U) * i, sizeof(U));
+    return static_cast<double>(tessel::load_element(v));
+  });
+}
+
+// Rounds x to factor dtype d (to nearest even; half and bfloat16 go through float, as torch does
+// for float32 sources) and stores it at element i.
 template <class T>
 void store_element(DType d, std::byte* p, std::size_t i, T x) {
-  switch (d) {
-    case DType::bf16: {
-      bfloat16 v(static_cast<float>(x));
-      std::memcpy(p + 2 * i, &v, 2);
-      return;
-    }
-    case DType::f16: {
-      half v(static_cast<float>(x));
-      std::memcpy(p + 2 * i, &v, 2);
-      return;
-    }
-    case DType::f32: {
-      float v = static_cast<float>(x);
-      std::memcpy(p + 4 * i, &v, 4);
-      return;
-    }
-    default: {
-      double v = static_cast<double>(x);
-      std::memcpy(p + 8 * i, &v, 8);
-      return;
-    }
-  }
+  visit_factor_dtype(d, [&](auto u) {
+    using U = decltype(u);
+    U const v = tessel::store_element<U>(x);
+    std::memcpy(p + sizeof(U) * i, &v, sizeof(U));
+  });
 }
 
 }  // namespace detail

@@ -1,7 +1,7 @@
 // The grafting rule, in one place: which grafted methods keep a diagonal accumulator, their
 // constants at a step (AdaGrad sums, RMSprop and Adam average, Adam bias-corrects), the
 // accumulator update a <- beta2 a + w g^2, and the grafted direction g / (sqrt(a / bc2) + eps)
-// (SGD: g itself). The step rescales each block's Shampoo direction to the norm of this direction,
+// (SGD: g itself, as the same expression). The step rescales each block's Shampoo direction to the norm of this direction,
 // or uses it alone before preconditioning starts.
 #pragma once
 
@@ -42,8 +42,11 @@ GraftingScalars<T> grafting_scalars(GraftingConfig const& g, index_t step) {
   GraftingScalars<T> s;
   s.epsilon = T(g.epsilon);
   switch (g.type) {
-    case GraftingType::none:
     case GraftingType::sgd:
+      s.inv_bias_correction2 = T(0);  // the direction is x / (sqrt(0) + 1) = x
+      s.epsilon = T(1);
+      return s;
+    case GraftingType::none:
     case GraftingType::adagrad:
       return s;
     case GraftingType::rmsprop:
@@ -65,25 +68,15 @@ auto grafting_accumulation(A const& a, G const& g, GraftingScalars<T> const& s) 
   return s.beta2 * a + s.weight * g * g;
 }
 
-// f(direction): the grafted direction of the (filtered) gradient x as an expression, given the
-// accumulator a (unused by SGD). @pre t != none
-template <class A, class G, class T, class F>
-void with_grafting_direction(GraftingType t, A const& a, G const& x, GraftingScalars<T> const& s,
-                             F&& f) {
-  switch (t) {
-    case GraftingType::sgd:
-      f(x);
-      return;
-    case GraftingType::adagrad:
-    case GraftingType::rmsprop:
-    case GraftingType::adam:
-      f(x / (sqrt(a * s.inv_bias_correction2) + s.epsilon));
-      return;
-    case GraftingType::none:
-      break;
-  }
-  tessel::detail::throw_error(tessel::detail::sentence(
-      "grafting type ", static_cast<int>(t), " has no grafted direction."));
+// The grafted direction of the (filtered) gradient x as one expression for every method:
+// x / (sqrt(a * inv_bias_correction2) + epsilon) with the accumulator a. SGD grafts x itself: the
+// same formula with SGD's constants (grafting_scalars gives inv_bias_correction2 = 0 and
+// epsilon = 1, so the divisor is exactly 1 and x / 1 is x bit for bit) and a = x (finite, so
+// a * 0 is a zero): one instantiation serves every method.
+// @pre the grafting type is not none; a is the accumulator, or x for SGD
+template <class A, class G, class T>
+auto grafting_direction(A const& a, G const& x, GraftingScalars<T> const& s) {
+  return x / (sqrt(a * s.inv_bias_correction2) + s.epsilon);
 }
 
 }  // namespace tessel::shampoo

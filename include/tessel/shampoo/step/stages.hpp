@@ -21,19 +21,15 @@ void gather_gradient(X const& x, G const& g, Grad const& grad, Param const& para
     assign(g, grad, x);
 }
 
-// The filtered gradient (flat): state <- state + (1 - beta1) (g - state), and the direction
-// (the new state, or with beta3 != beta1 the same average of the old state with 1 - beta3) times
-// the bias correction 1 / (1 - beta3 beta1^(t - 1)).
+// The filtered gradient (flat): the direction (state + (1 - beta3) (g - state)) times the bias
+// correction 1 / (1 - beta3 beta1^(t - 1)), then state <- state + (1 - beta1) (g - state). With
+// beta3 == beta1 the direction is the new state times the correction, computed by the same
+// expression (so the same bits) from the old state.
 template <class X, class S, class G, class D, class T>
 void filter_gradient(X const& x, S const& state, G const& g, D const& direction,
                      StepScalars<T> const& s) {
-  if (s.beta3 == s.beta1) {
-    assign(state, state + (T(1) - s.beta1) * (g - state), x);
-    assign(direction, state * s.inv_bias1, x);
-  } else {
-    assign(direction, (state + (T(1) - s.beta3) * (g - state)) * s.inv_bias1, x);
-    assign(state, state + (T(1) - s.beta1) * (g - state), x);
-  }
+  assign(direction, (state + (T(1) - s.beta3) * (g - state)) * s.inv_bias1, x);
+  assign(state, state + (T(1) - s.beta1) * (g - state), x);
 }
 
 // The grafting accumulator (flat): a <- beta2 a + weight g^2.
