@@ -417,6 +417,36 @@ TEST(CudaEigh, OperandErrorsBeforeAnyCall) {
                  "eigh of matrices (2,3,3) needs eigenvalues (2,3) and info (2), got eigenvalues "
                  "(2,2) and info (2).");
   }
+  // cuSOLVER wants eigenvalues (batch, n) packed: a strided view is refused, not copied.
+  auto strided = make_device_tensor(fake + 64, make_layout(make_shape(index_t{2}, index_t{3}),
+                                                           make_stride(index_t{6}, index_t{2})));
+  try {
+    exec::eigh(exec::Cuda{}, strided, m, info);
+    FAIL() << "strided eigenvalues must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(),
+                 "the device eigh needs compact eigenvalues (strides (3,1)), got strides (6,2); "
+                 "copy them into a compact tensor.");
+  }
+  auto compact_w = make_device_tensor(fake + 64, make_shape(index_t{2}, index_t{3}));
+  auto spread = make_device_tensor(fake, make_layout(make_shape(index_t{2}, index_t{3}, index_t{3}),
+                                                     make_stride(index_t{16}, index_t{3}, Int<1>{})));
+  try {
+    exec::eigh(exec::Cuda{}, compact_w, spread, info);
+    FAIL() << "matrices apart must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(),
+                 "the device eigh needs the matrices stored back to back (batch stride 9), got "
+                 "batch stride 16; copy them into a compact tensor.");
+  }
+  auto strided_info = make_device_tensor(fake_info, make_layout(make_shape(index_t{2}),
+                                                                make_stride(index_t{2})));
+  try {
+    exec::eigh(exec::Cuda{}, compact_w, m, strided_info);
+    FAIL() << "a strided info must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(), "the device eigh needs a compact info (stride 1), got stride 2.");
+  }
 }
 
 // exec::for_each_row on the device (a block per row) against the host twin: the same body.

@@ -308,10 +308,7 @@ class Shampoo {
   void for_each_segment(F&& f) {
     if constexpr (is_static_plan_v<P>) {
       [&]<std::size_t... S>(std::index_sequence<S...>) {
-        (f(groups_[static_cast<std::size_t>(P::segments[S].group)],
-           static_segment_t<P, S>{{}, {}, {}, P::segments[S].param, P::segments[S].first_slot,
-                                  P::segments[S].offset}),
-         ...);
+        (f(groups_[static_cast<std::size_t>(P::segments[S].group)], static_segment<P, S>()), ...);
       }
       (std::make_index_sequence<P::num_segments>{});
     } else {

@@ -1,6 +1,7 @@
 // One Shampoo segment's device kernels, static against dynamic: the gather (G = grad + l2 * param)
-// and the parameter update (w <- w - lr (d * scale + wd * w)) of the (8, 17) blocks of a (32, 17)
-// parameter (shampoo_mlp's group 1), instantiated once with the static plan's segment layouts
+// and the parameter update (w <- w - lr (d * scale + wd * w)) of the (4, 9) block at column 24 of
+// a (4, 33) parameter (segment 3 of shampoo_mlp's plan: rows of 9 with stride 33, so the
+// executor's loop nest keeps two modes), instantiated once with the static plan's segment layouts
 // (static_segment_t: every extent and stride an Int<>) and once with the run-time plan's (index_t,
 // padded to rank 8). Compiled, never run: docs/design.md ("From shape to kernel: a Shampoo group")
 // shows what ptxas reports for each:
@@ -34,11 +35,11 @@ void segment_kernels(Segment const& seg, float* param, float const* grad, float*
 }
 
 void instantiate(float* param, float const* grad, float* state, float* direction, float* scale) {
-  // Static: segment 1 of the plan (parameter 0's block at row 24).
-  static_segment_t<SP, 1> const fixed{{}, {}, {}, 0, 0, SP::segments[1].offset};
+  // Static: segment 3 of the plan (parameter 1's block at column 24).
+  auto const fixed = static_segment<SP, 3>();
   segment_kernels(fixed, param, grad, state, direction, scale);
   // Dynamic: the same segment from the run-time plan.
-  auto const dynamic = runtime_segment(SP::segments[1], plan.groups[1].shape);
+  auto const dynamic = runtime_segment(SP::segments[3], plan.groups[3].shape);
   segment_kernels(dynamic, param, grad, state, direction, scale);
 }
 

@@ -44,16 +44,19 @@ class SolverParams {
 template <class T, class V, class I>
 void check_device_eigh_layout(EighOperands<T, V, I> const& ops) {
   auto const& m = ops.matrices;
+  auto const& w = ops.eigenvalues;
   index_t const n = m.rows;
-  bool const packed = m.batch == 1 || m.batch_stride == m.leading() * n;
-  bool const values_packed =
-      (n <= 1 || ops.eigenvalues.stride == 1) &&
-      (ops.eigenvalues.batch == 1 || ops.eigenvalues.batch_stride == n);
-  bool const info_packed = ops.info.n <= 1 || ops.info.stride == 1;
-  if (!packed || !values_packed || !info_packed)
-    throw_error(sentence("the device eigh needs matrices stored back to back (batch stride ",
-                         m.leading() * n, ", got ", m.batch_stride, "), eigenvalues (batch, n) and "
-                         "info (batch) compact; copy them into compact tensors."));
+  if (m.batch > 1 && m.batch_stride != m.leading() * n)
+    throw_error(sentence("the device eigh needs the matrices stored back to back (batch stride ",
+                         m.leading() * n, "), got batch stride ", m.batch_stride,
+                         "; copy them into a compact tensor."));
+  if ((n > 1 && w.stride != 1) || (w.batch > 1 && w.batch_stride != n))
+    throw_error(sentence("the device eigh needs compact eigenvalues (strides (", n,
+                         ",1)), got strides (", w.batch_stride, ",", w.stride,
+                         "); copy them into a compact tensor."));
+  if (ops.info.n > 1 && ops.info.stride != 1)
+    throw_error(sentence("the device eigh needs a compact info (stride 1), got stride ",
+                         ops.info.stride, "."));
 }
 
 }  // namespace detail

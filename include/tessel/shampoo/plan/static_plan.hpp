@@ -74,6 +74,17 @@ using static_segment_t =
                     group_block_t<P, static_cast<std::size_t>(P::segments[S].group)>,
                     decltype(detail::static_extents<P::segments[S].param_stride>())>;
 
+// Segment S of a static plan: its static shapes and its place in the plan.
+template <class P, std::size_t S>
+requires is_static_plan_v<P>
+constexpr static_segment_t<P, S> static_segment() {
+  static_segment_t<P, S> out{};
+  out.param = P::segments[S].param;
+  out.first_slot = P::segments[S].first_slot;
+  out.offset = P::segments[S].offset;
+  return out;
+}
+
 // The layout group G's state is lowered with: (count, block...) : (numel, block strides...), the
 // block extents and strides static for a static plan (count stays a run-time index_t, so groups of
 // one shape in different plans share their instantiations).
