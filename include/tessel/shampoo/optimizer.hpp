@@ -54,10 +54,12 @@
 namespace tessel::shampoo {
 
 template <class T, class X>
+requires exec::HostExecutor<X> || exec::DeviceExecutor<X>
 class DistributedShampoo;
 
 template <class T, PlanTag P = RuntimePlan, class X = exec::Auto>
-requires std::is_same_v<T, float> || std::is_same_v<T, double>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    (exec::HostExecutor<X> || exec::DeviceExecutor<X>)
 class Shampoo {
   using B = Backend<X>;
   using Group = GroupState<T, X>;
@@ -232,6 +234,7 @@ class Shampoo {
 
  private:
   template <class U, class Y>
+  requires exec::HostExecutor<Y> || exec::DeviceExecutor<Y>
   friend class DistributedShampoo;
 
   // The first block (in plan order) whose step failed, and the error.

@@ -198,6 +198,7 @@ decltype(auto) visit_communication_dtype(DType d, F&& f) {
 }  // namespace detail
 
 template <class T, class X = exec::Auto>
+requires exec::HostExecutor<X> || exec::DeviceExecutor<X>
 class DistributedShampoo {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "tessel: DistributedShampoo<T> takes float or double parameters.");
@@ -340,14 +341,12 @@ class DistributedShampoo {
     B::wait(executor_);
     group_->all_gather_v(std::span<std::byte const>(send_.data(), sent_bytes()),
                          std::span<std::byte>(recv_.data(), exchanged_bytes()), counts_);
-    std::int64_t first = none;
-    for (std::size_t r = 0; r < counts_.size(); ++r) {
-      std::int64_t c = 0;
+    std::vector<std::int64_t> headers(counts_.size(), none);
+    for (std::size_t r = 0; r < counts_.size(); ++r)
       B::to_host(executor_, recv_.data() + offsets_[r], static_cast<index_t>(header_bytes),
-                 reinterpret_cast<std::byte*>(&c));
-      B::wait(executor_);
-      first = std::min(first, c);
-    }
+                 reinterpret_cast<std::byte*>(headers.data() + r));
+    B::wait(executor_);
+    std::int64_t const first = *std::min_element(headers.begin(), headers.end());
     throw_first_failure(first, std::move(message));
     local_->commit_momentum();
     apply(params);
@@ -365,11 +364,10 @@ class DistributedShampoo {
              updates, executor_);
       if constexpr (sizeof(U) < sizeof(T)) {
         if (n == 0) return;
-        auto where_bad = B::template allocate<index_t>(1);
-        assign(B::view(where_bad.data(), make_layout(make_shape(index_t{1}))),
+        assign(B::view(first_bad_.data(), make_layout(make_shape(index_t{1}))),
                argmax(map(detail::NotHeldBy<U>{}, updates), keep), executor_);
         index_t at = 0;
-        B::to_host(executor_, where_bad.data(), 1, &at);
+        B::to_host(executor_, first_bad_.data(), 1, &at);
         B::wait(executor_);
         T value{};
         B::to_host(executor_, local_updates_.data() + at, 1, &value);
@@ -471,6 +469,7 @@ class DistributedShampoo {
     send_ = B::template allocate<std::byte>(static_cast<index_t>(sent_bytes()));
     recv_ = B::template allocate<std::byte>(static_cast<index_t>(exchanged_bytes()));
     codes_ = B::template allocate<std::int64_t>(static_cast<index_t>(G + 1));
+    first_bad_ = B::template allocate<index_t>(1);
     local_->prepare_staging();
   }
 
@@ -489,6 +488,7 @@ class DistributedShampoo {
   Buffer<T> local_updates_, all_updates_;
   Buffer<std::byte> send_, recv_;
   Buffer<std::int64_t> codes_;  // this rank's bound-check code, then every rank's
+  Buffer<index_t> first_bad_;   // where the first update the communication dtype cannot hold is
 };
 
 }  // namespace tessel::shampoo
