@@ -1,12 +1,16 @@
-// lm_demo's CUDA executor: the LM head runs tessel's CUDA FLCE (flce::forward on exec::Cuda:
-// cuBLAS GEMMs per chunk and the fused row kernel, instantiated with the static flce_plan) and the step runs DeviceShampoo (batched cuBLAS/cuSOLVER per block group).
+// lm_demo's CUDA executor: the LM head runs tessel's CUDA FLCE (cuBLAS GEMMs per chunk and the
+// fused row kernel) and the step runs the device Shampoo: the host optimizer's step with the
+// static plan, run by exec::Cuda (batched cuBLAS/cuSOLVER per block group, one fused kernel per
+// elementwise stage and segment); it loads a saved state, so --resume works on the GPU too.
 // The parameters live on the device; after each step they are copied back to the host, where the
 // embedding and the hidden layer run (they have no device path in this demo). Per step the host
 // sends the hidden activations, the targets and two gradients, and receives d loss / d h and the
 // parameters; the head's weight gradient never leaves the device.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,33 +25,55 @@ namespace lm {
 
 namespace {
 
+// A device vector of n elements, and copies to and from host memory on the legacy default stream
+// (the stream FLCE and the optimizer run on here), waited for.
+template <class T>
+auto device_vector(index_t n) {
+  return tessel::make_device_tensor<T>(tessel::make_shape(n));
+}
+template <class D, class T>
+void upload(D const& device, std::span<T const> host) {
+  tessel::gpu::copy_to_device(
+      device, tessel::make_tensor(host.data(), tessel::make_shape(static_cast<index_t>(host.size()))),
+      nullptr);
+}
+template <class D>
+std::vector<typename D::value_type> download(D const& device) {
+  std::vector<typename D::value_type> host(static_cast<std::size_t>(tessel::to_index(size(device))));
+  tessel::gpu::copy_to_host(
+      tessel::make_tensor(host.data(), tessel::make_shape(static_cast<index_t>(host.size()))),
+      device, nullptr);
+  TESSEL_CUDA_CHECK(cudaStreamSynchronize(nullptr), "reading a result of the device");
+  return host;
+}
+
 class CudaExecutor final : public Executor {
  public:
   CudaExecutor(tessel::shampoo::Options const& options, std::string device_name)
-      : optimizer_(shampoo_plan, options), device_name_(std::move(device_name)) {
-    for (index_t p = 0; p < num_params; ++p)
-      params_dev_[p] = Buffer(static_cast<std::size_t>(param_sizes[p]));
+      : optimizer_(options), device_name_(std::move(device_name)) {
+    for (index_t p = 0; p < num_params; ++p) params_dev_[p] = device_vector<float>(param_sizes[p]);
   }
 
   std::string where() const override {
     return "On " + device_name_ +
            ": the LM head (tessel::flce CUDA path: cuBLAS GEMMs and the fused row kernel) and the "
-           "optimizer (tessel::shampoo::DeviceShampoo). On the host: the embedding, the hidden "
+           "optimizer (tessel::shampoo::Shampoo on exec::Cuda). On the host: the embedding, the "
+           "hidden "
            "layer and their gradients (Eigen), and sampling";
   }
 
   void attach(Params params) override {
     params_ = params;
     for (index_t p = 0; p < num_params; ++p)
-      params_dev_[p].upload(params[p].data(), params[p].size());
+      upload(params_dev_[p], std::span<float const>(params[p]));
   }
 
   float head(std::span<float const> h, std::span<std::int64_t const> targets,
              std::span<float> dh) override {
     using tessel::make_device_tensor;
     using tessel::make_shape;
-    h_.upload(h.data(), h.size());
-    y_.upload(targets.data(), targets.size());
+    upload(h_, h);
+    upload(y_, targets);
     auto input = make_device_tensor(static_cast<float const*>(h_.data()),
                                     make_shape(Int<batch_tokens>{}, Int<hidden>{}));
     auto weight = make_device_tensor(static_cast<float const*>(params_dev_[2].data()),
@@ -62,43 +88,43 @@ class CudaExecutor final : public Executor {
     }
     tessel::flce::forward(input, weight, target, {}, out, tessel::exec::Cuda{});
     if (!dh.empty()) {
-      auto const host_dh = dh_.download();
+      auto const host_dh = download(dh_);
       std::copy(host_dh.begin(), host_dh.end(), dh.begin());
     }
-    return loss_.download()[0];
+    return download(loss_)[0];
   }
 
   void step(std::span<float const> grad_embedding, std::span<float const> grad_hidden) override {
-    grads_dev_[0].upload(grad_embedding.data(), grad_embedding.size());
-    grads_dev_[1].upload(grad_hidden.data(), grad_hidden.size());
+    upload(grads_dev_[0], grad_embedding);
+    upload(grads_dev_[1], grad_hidden);
     optimizer_.step({params_dev_[0].data(), params_dev_[1].data(), params_dev_[2].data()},
                     {grads_dev_[0].data(), grads_dev_[1].data(), grad_head_.data()});
     for (index_t p = 0; p < num_params; ++p) {
-      auto const values = params_dev_[p].download();
+      auto const values = download(params_dev_[p]);
       std::copy(values.begin(), values.end(), params_[p].begin());
     }
   }
 
+  // The host optimizer's keys and bytes: a run saved here resumes on the host and vice versa.
   tessel::shampoo::StateDict state_dict() const override { return optimizer_.state_dict(); }
-  void load_state_dict(tessel::shampoo::StateDict const&) override {
-    tessel::detail::throw_error(
-        "the device Shampoo cannot load a state yet; resume on the host (--host).");
+  void load_state_dict(tessel::shampoo::StateDict const& state) override {
+    optimizer_.load_state_dict(state);
   }
-  bool can_load_state() const override { return false; }
 
  private:
-  using Buffer = tessel::shampoo::DeviceBuffer<float>;
-  tessel::shampoo::DeviceShampoo optimizer_;
+  using Vector = decltype(device_vector<float>(0));
+  tessel::shampoo::Shampoo<float, tessel::shampoo::static_plan<shampoo_plan>, tessel::exec::Cuda>
+      optimizer_;
   std::string device_name_;
   Params params_{};
-  std::array<Buffer, num_params> params_dev_;
-  std::array<Buffer, 2> grads_dev_{Buffer(static_cast<std::size_t>(param_sizes[0])),
-                                   Buffer(static_cast<std::size_t>(param_sizes[1]))};
-  Buffer h_{static_cast<std::size_t>(batch_tokens * hidden)};
-  Buffer dh_{static_cast<std::size_t>(batch_tokens * hidden)};
-  Buffer grad_head_{static_cast<std::size_t>(vocab * hidden)};
-  Buffer loss_{1};
-  tessel::shampoo::DeviceBuffer<std::int64_t> y_{static_cast<std::size_t>(batch_tokens)};
+  std::array<Vector, num_params> params_dev_;
+  std::array<Vector, 2> grads_dev_{device_vector<float>(param_sizes[0]),
+                                   device_vector<float>(param_sizes[1])};
+  Vector h_ = device_vector<float>(batch_tokens * hidden);
+  Vector dh_ = device_vector<float>(batch_tokens * hidden);
+  Vector grad_head_ = device_vector<float>(vocab * hidden);
+  Vector loss_ = device_vector<float>(1);
+  decltype(device_vector<std::int64_t>(0)) y_ = device_vector<std::int64_t>(batch_tokens);
 };
 
 }  // namespace

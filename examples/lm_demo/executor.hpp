@@ -41,9 +41,8 @@ class Executor {
   virtual void step(std::span<float const> grad_embedding, std::span<float const> grad_hidden) = 0;
 
   virtual tessel::shampoo::StateDict state_dict() const = 0;
+  // Both executors keep the same state (keys, dtypes, bytes), so either resumes the other's run.
   virtual void load_state_dict(tessel::shampoo::StateDict const& state) = 0;
-  // Whether load_state_dict works here (the device Shampoo cannot load a state yet).
-  virtual bool can_load_state() const = 0;
 };
 
 // The CUDA executor when the program was built with CUDA and a device is present; otherwise

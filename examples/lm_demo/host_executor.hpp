@@ -1,6 +1,6 @@
 // lm_demo's host executor: the LM head through tessel's host FLCE (Eigen GEMMs per chunk, OpenMP
 // when built with it) on static-shape tensors, so the call runs the compile-time plan, and the
-// step through the host Shampoo<float>.
+// step through the host Shampoo<float> with the static plan (config.hpp's shampoo_plan as a type).
 #pragma once
 
 #include <string>
@@ -16,7 +16,7 @@ namespace lm {
 class HostExecutor final : public Executor {
  public:
   explicit HostExecutor(tessel::shampoo::Options const& options)
-      : optimizer_(shampoo_plan, options), grad_head_(static_cast<std::size_t>(vocab * hidden)) {}
+      : optimizer_(options), grad_head_(static_cast<std::size_t>(vocab * hidden)) {}
 
   std::string where() const override {
     return "Everything runs on the host: embedding and hidden layer (Eigen), the LM head "
@@ -55,10 +55,9 @@ class HostExecutor final : public Executor {
   void load_state_dict(tessel::shampoo::StateDict const& state) override {
     optimizer_.load_state_dict(state);
   }
-  bool can_load_state() const override { return true; }
 
  private:
-  tessel::shampoo::Shampoo<float> optimizer_;
+  tessel::shampoo::Shampoo<float, tessel::shampoo::static_plan<shampoo_plan>> optimizer_;
   std::vector<float> grad_head_;  // (V, H), written by head(), read by step()
   Params params_{};
 };

@@ -288,11 +288,6 @@ int run_demo(Settings const& s) {
   Run run{Model(s.seed), std::mt19937_64(s.seed), {}, nullptr};
   std::string why_not_cuda;
   if (!s.host) run.exec = make_cuda_executor(options, why_not_cuda);
-  if (run.exec && !s.resume.empty() && !run.exec->can_load_state()) {
-    run.exec.reset();
-    why_not_cuda =
-        "--resume was given and the device Shampoo cannot load a state yet (no load_state_dict)";
-  }
   if (s.host) why_not_cuda = "--host was given";
   if (run.exec) {
     std::printf("executor: CUDA. %s.\n", run.exec->where().c_str());

@@ -1,9 +1,11 @@
 // A Shampoo step on a small MLP: two CombinedLinear layers (weight and bias in one matrix each)
 // fit a random teacher network. The blocking plan is computed by the compiler from the static
-// parameter shapes; the optimizer then takes one step per batch.
+// parameter shapes and stays a type (shampoo::static_plan<plan>): each batch group's block shape
+// reaches the step's loops as Int<> extents. The optimizer then takes one step per batch.
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include <tessel/shampoo.hpp>
@@ -21,6 +23,9 @@ constexpr auto plan = shampoo::make_plan(shampoo::plan_options(24_c, 1_c, 2),
 // (32, 17): rows [0, 24) [24, 32), all 17 columns; (4, 33): columns [0, 24) [24, 33).
 static_assert(plan.num_blocks() == 2 + 2);
 static_assert(plan.block_shape(1) == shampoo::Extents{8, 17});
+// Block 1's group is lowered with its block shape as constants: (count, _8, _17):(_136, _17, _1).
+static_assert(std::is_same_v<shampoo::group_block_t<shampoo::static_plan<plan>, 1>,
+                             decltype(make_shape(Int<8>{}, Int<17>{}))>);
 
 int main() {
   std::printf("plan: %zu parameters, %zu blocks, %zu batch groups\n", plan.num_params(),
@@ -39,7 +44,7 @@ int main() {
   options.epsilon = 1e-8;
   options.grafting = shampoo::adam_grafting();
   options.precondition_frequency = 5;
-  shampoo::Shampoo<float> opt(plan, options);
+  shampoo::Shampoo<float, shampoo::static_plan<plan>> opt(options);
 
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);

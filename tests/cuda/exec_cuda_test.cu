@@ -13,8 +13,10 @@
 
 #include <tessel/exec/cuda.cuh>
 #include <tessel/exec/cuda/dense.hpp>
+#include <tessel/exec/cuda/eigh.cuh>
 #include <tessel/exec/cuda/rows.cuh>
 #include <tessel/exec/dense.hpp>
+#include <tessel/exec/eigh.hpp>
 #include <tessel/exec/cuda/device_memory.hpp>
 #include <tessel/exec/cuda/stream.hpp>
 #include <tessel/tensor/host_tensor.hpp>
@@ -233,6 +235,24 @@ TEST(CudaExecutor, ReductionsInsideExpressionsAreMaterializedOnTheDevice) {
 }
 
 // Validation runs on the host before any CUDA call, so fake device pointers are enough here.
+// A 16-bit leaf the executor may have to compact keeps its element type in the device temporary
+// (the evaluator types of both paths agree; this did not compile before), and a scalar-first
+// product broadcasts a rank-0 scalar with a rank-0 accumulator (nvcc used to flag it).
+TEST(CudaExecutor, SixteenBitLeavesAndScalarFirstProductsMatchTheHostTwin) {
+  TESSEL_REQUIRE_GPU();
+  gpu::Stream s;
+  exec::Cuda const gpu{s.get()};
+  auto x = random_host(make_shape(index_t{48}, index_t{64}), 45);
+  auto h16 = make_host_tensor<bfloat16>(make_shape(index_t{48}, index_t{64}));
+  for (index_t i = 0; i < 48 * 64; ++i) h16[i] = bfloat16(x[i]);
+  auto d16 = to_device(h16, s);
+  auto expected = make_host_tensor<float>(make_shape(index_t{64}, index_t{48}));
+  assign(expected, 2.0f * cast<float>(transpose(h16.view())), exec::Serial{});
+  auto out = make_device_tensor<float>(make_shape(index_t{64}, index_t{48}));
+  assign(out, 2.0f * cast<float>(transpose(d16.view())), gpu);
+  expect_close(to_host(out, s), expected, 0.0);
+}
+
 TEST(CudaExecutor, ShapeMismatchThrowsBeforeAnyLaunch) {
   float* fake = reinterpret_cast<float*>(std::uintptr_t{256});
   auto x = make_device_tensor(fake, make_shape(3, 4));
@@ -336,6 +356,98 @@ TEST(CudaDense, OperandErrorsBeforeAnyCall) {
   }
 }
 
+
+
+// exec::eigh on the device against its host twin (exec/eigh.hpp): the same eigenvalues, and
+// eigenvectors that agree up to sign, for a row-major batch (transposed on the device after
+// cuSOLVER) and a column-major one (decomposed in place); info 0 for every matrix.
+TEST(CudaEigh, MatchesTheHost) {
+  TESSEL_REQUIRE_GPU();
+  gpu::Stream s;
+  exec::Cuda const x{s.get()};
+  index_t const batch = 5, n = 12;
+  auto ha = make_host_tensor<double>(make_shape(batch, n, n));
+  std::mt19937 gen(44);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (index_t b = 0; b < batch; ++b)
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = 0; j <= i; ++j) ha(b, i, j) = ha(b, j, i) = dist(gen);
+  auto hq = make_host_tensor<double>(make_shape(batch, n, n));
+  assign(hq, ha, exec::Serial{});
+  auto hw = make_host_tensor<double>(make_shape(batch, n));
+  auto hinfo = make_host_tensor<int>(make_shape(batch));
+  exec::eigh(exec::Serial{}, hw.view(), hq.view(), hinfo.view());
+  for (bool column_major : {false, true}) {
+    auto dq = to_device(ha, s);  // symmetric: its transpose holds the same matrices
+    auto dw = make_device_tensor<double>(make_shape(batch, n));
+    auto dinfo = make_device_tensor<int>(make_shape(batch));
+    if (column_major)
+      exec::eigh(x, dw.view(), permute<0, 2, 1>(dq.view()), dinfo.view());
+    else
+      exec::eigh(x, dw.view(), dq.view(), dinfo.view());
+    auto q = to_host(dq, s);
+    auto w = to_host(dw, s);
+    auto info = to_host(dinfo, s);
+    s.synchronize();
+    for (index_t b = 0; b < batch; ++b) {
+      EXPECT_EQ(info(b), 0);
+      for (index_t j = 0; j < n; ++j) {
+        EXPECT_NEAR(w(b, j), hw(b, j), 1e-10);
+        // Column j of the contract's matrices(b, i, j); a sign is free per eigenvector.
+        auto at = [&](index_t i) { return column_major ? q(b, j, i) : q(b, i, j); };
+        double const sign = at(0) * hq(b, 0, j) < 0 ? -1.0 : 1.0;
+        for (index_t i = 0; i < n; ++i) EXPECT_NEAR(sign * at(i), hq(b, i, j), 1e-8);
+      }
+    }
+  }
+}
+
+// The device eigh checks its operands on the host with the host's sentences before any call.
+TEST(CudaEigh, OperandErrorsBeforeAnyCall) {
+  float* fake = reinterpret_cast<float*>(std::uintptr_t{256});
+  int* fake_info = reinterpret_cast<int*>(std::uintptr_t{4096});
+  auto m = make_device_tensor(fake, make_shape(index_t{2}, index_t{3}, index_t{3}));
+  auto w = make_device_tensor(fake + 64, make_shape(index_t{2}, index_t{2}));
+  auto info = make_device_tensor(fake_info, make_shape(index_t{2}));
+  try {
+    exec::eigh(exec::Cuda{}, w, m, info);
+    FAIL() << "mismatched shapes must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(),
+                 "eigh of matrices (2,3,3) needs eigenvalues (2,3) and info (2), got eigenvalues "
+                 "(2,2) and info (2).");
+  }
+  // cuSOLVER wants eigenvalues (batch, n) packed: a strided view is refused, not copied.
+  auto strided = make_device_tensor(fake + 64, make_layout(make_shape(index_t{2}, index_t{3}),
+                                                           make_stride(index_t{6}, index_t{2})));
+  try {
+    exec::eigh(exec::Cuda{}, strided, m, info);
+    FAIL() << "strided eigenvalues must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(),
+                 "the device eigh needs compact eigenvalues (strides (3,1)), got strides (6,2); "
+                 "copy them into a compact tensor.");
+  }
+  auto compact_w = make_device_tensor(fake + 64, make_shape(index_t{2}, index_t{3}));
+  auto spread = make_device_tensor(fake, make_layout(make_shape(index_t{2}, index_t{3}, index_t{3}),
+                                                     make_stride(index_t{16}, index_t{3}, Int<1>{})));
+  try {
+    exec::eigh(exec::Cuda{}, compact_w, spread, info);
+    FAIL() << "matrices apart must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(),
+                 "the device eigh needs the matrices stored back to back (batch stride 9), got "
+                 "batch stride 16; copy them into a compact tensor.");
+  }
+  auto strided_info = make_device_tensor(fake_info, make_layout(make_shape(index_t{2}),
+                                                                make_stride(index_t{2})));
+  try {
+    exec::eigh(exec::Cuda{}, compact_w, m, strided_info);
+    FAIL() << "a strided info must throw";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(), "the device eigh needs a compact info (stride 1), got stride 2.");
+  }
+}
 
 // exec::for_each_row on the device (a block per row) against the host twin: the same body.
 TEST(CudaRows, ABlockPerRowMatchesTheHostTwin) {

@@ -1,6 +1,7 @@
 // DeviceDistributedShampoo over NCCL (one GPU per rank) against the host DistributedShampoo<float>
 // over MPI: the same plan, options and gradients give the same parameters to float tolerance (the
-// device's cuBLAS / cuSOLVER arithmetic differs from Eigen's), and the same exchange layout.
+// device's cuBLAS / cuSOLVER arithmetic differs from Eigen's), and the same exchange layout: the
+// same DistributedShampoo template, run by exec::Cuda on the NCCL communicator's stream.
 // Skipped, with a message, where there is no CUDA device.
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <tessel/shampoo/device_distributed.cuh>
 
 #include "shampoo/distributed_support.hpp"
+#include "support/device_vector.hpp"
 
 namespace {
 
@@ -33,27 +35,24 @@ double compare(Options const& o, DistributedOptions const& d, int steps) {
     DeviceDistributedShampoo device(nccl, plan_for(g), o, d);
     EXPECT_EQ(device.exchanged_bytes(), host.exchanged_bytes());
     auto params = initial_params<float>();
-    std::vector<DeviceBuffer<float>> dparams, dgrads;
-    for (auto const& p : params) {
-      dparams.emplace_back(p.size());
-      dparams.back().upload(p.data(), p.size());
-      dgrads.emplace_back(p.size());
-    }
+    std::vector<decltype(test::device_vector(params[0]))> dparams;
+    for (auto const& p : params) dparams.push_back(test::device_vector(p));
     for (int t = 0; t < steps; ++t) {
       auto grads = values<float>(t, 1.0);
+      std::vector<decltype(test::device_vector(grads[0]))> dgrads;
       std::vector<float*> dp;
       std::vector<float const*> dg;
       for (std::size_t i = 0; i < grads.size(); ++i) {
-        dgrads[i].upload(grads[i].data(), grads[i].size());
+        dgrads.push_back(test::device_vector(grads[i]));
         dp.push_back(dparams[i].data());
-        dg.push_back(dgrads[i].data());
+        dg.push_back(dgrads.back().data());
       }
       device.step(dp, dg);
     }
     run_steps<float>(host, params, 0, steps);
     double largest = 0.0, diff = 0.0;
     for (std::size_t i = 0; i < params.size(); ++i) {
-      auto got = dparams[i].download();
+      auto got = test::host_vector(dparams[i]);
       for (std::size_t k = 0; k < got.size(); ++k) {
         largest = std::max(largest, std::abs(static_cast<double>(params[i][k])));
         diff = std::max(diff, std::abs(static_cast<double>(got[k]) - params[i][k]));
@@ -71,11 +70,12 @@ double compare(Options const& o, DistributedOptions const& d, int steps) {
 
 TEST(NcclShampoo, MatchesTheHostStepWithinFloatTolerance) {
   REQUIRE_DEVICE();
+  // Every mode: the device runs the host's step (quantized factors and the pseudo-inverse
+  // included); 16-bit factors round differently along cuBLAS's and Eigen's summation orders.
   for (auto const& m : modes()) {
-    if (m.options.factor_matrix_dtype != DType::f32 || m.options.root.eigen.pseudo_inverse)
-      continue;  // host-only factor dtypes; the device has no pseudo-inverse
     SCOPED_TRACE(m.name);
-    EXPECT_LT(compare(m.options, {}, 4), 1e-3);
+    bool const narrow = dtype_size(m.options.factor_matrix_dtype) == 2;
+    EXPECT_LT(compare(m.options, {}, 4), narrow ? 1e-2 : 1e-3);
   }
 }
 

@@ -51,6 +51,18 @@ TEST(DistributedShampoo, ParametersMove) {
   EXPECT_FALSE(same_bits(moved, initial_params<float>()));
 }
 
+// w <- w - lr u over block b of its parameter (u row-major in the block's shape): the stage every
+// path applies updates with (step/stages.hpp), on a view of the block.
+template <class T>
+void apply_block_update(Plan const& plan, std::size_t b, std::vector<std::vector<T>>& params,
+                        T const* update, T lr) {
+  auto const seg = runtime_segment(block_segment(plan, b), plan.block_shape(b));
+  stages::apply_update(exec::Serial{},
+                       make_tensor(params[static_cast<std::size_t>(seg.param)].data() + seg.offset,
+                                   seg.param_layout()),
+                       make_tensor(update, seg.state_layout()), lr);
+}
+
 TEST(DistributedShampoo, ComputeUpdatesThenApplyingThemIsTheStep) {
   Options o = modes()[3].options;  // momentum, Nesterov, decoupled weight decay
   Shampoo<double> opt(plan_for(1), o);
@@ -63,9 +75,7 @@ TEST(DistributedShampoo, ComputeUpdatesThenApplyingThemIsTheStep) {
     std::vector<std::span<double const>> gs(grads.begin(), grads.end());
     opt.compute_updates(ps, gs, updates);
     for (std::size_t b = 0; b < opt.plan().num_blocks(); ++b)
-      apply_update(HostContext{}, block_geometry(opt.plan(), b),
-                   params[static_cast<std::size_t>(opt.plan().blocks[b].param)].data(),
-                   updates.data() + opt.update_offset(b), o.lr);
+      apply_block_update(opt.plan(), b, params, updates.data() + opt.update_offset(b), o.lr);
   }
   EXPECT_TRUE(same_bits(params, single_process<double>(o, 4)));
 }
@@ -128,9 +138,8 @@ void expect_rounded_once(DType dtype) {
     opt.compute_updates(ps, gs, updates);
     for (auto& u : updates) u = static_cast<float>(C(u));
     for (std::size_t b = 0; b < opt.plan().num_blocks(); ++b)
-      apply_update(HostContext{}, block_geometry(opt.plan(), b),
-                   params[static_cast<std::size_t>(opt.plan().blocks[b].param)].data(),
-                   updates.data() + opt.update_offset(b), static_cast<float>(o.lr));
+      apply_block_update(opt.plan(), b, params, updates.data() + opt.update_offset(b),
+                         static_cast<float>(o.lr));
   }
   EXPECT_TRUE(same_bits(got, params));
   EXPECT_FALSE(same_bits(got, single_process<float>(o, steps)));  // the rounding is visible

@@ -153,6 +153,15 @@ TEST(MatrixInverseRoot, ArgumentErrors) {
   EXPECT_EQ(message([] { check_root_arguments(2.5, 0.0, newton_config()); }),
             "coupled Newton needs a whole-number root, got 2.5.");
   EXPECT_EQ(message([] { check_root_arguments(2.5, 0.0, RootConfig{}); }), "no error");
+  // A method outside the enumeration (validate() refuses it in Options; the batched entry point
+  // refuses it too rather than fall back to some method).
+  RootConfig unknown;
+  unknown.method = static_cast<RootMethod>(7);
+  double const a[1] = {4.0};
+  double x[1] = {-1.0};
+  EXPECT_EQ(message([&] { matrix_inverse_root<double>(a, 1, 2.0, 0.0, unknown, x); }),
+            "root method 7 is not a RootMethod.");
+  EXPECT_EQ(x[0], -1.0);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include <tessel/shampoo/optimizer.hpp>
@@ -66,6 +67,18 @@ TEST(QuantizedTensorList, WritesBackWhenAnExceptionLeavesTheScope) {
   ts[0].dequantize_into(std::span<float>(v));
   EXPECT_EQ(v[0], 2.0f);
   EXPECT_FALSE(list.is_dequantized_stored());
+}
+
+TEST(VisitFactorDtype, GivesTheStoredTypeAndRefusesOthers) {
+  EXPECT_EQ(visit_factor_dtype(DType::bf16, [](auto u) { return sizeof(u); }), 2u);
+  EXPECT_TRUE(visit_factor_dtype(DType::f16, [](auto u) { return std::is_same_v<decltype(u), half>; }));
+  EXPECT_EQ(visit_factor_dtype(DType::f64, [](auto u) { return sizeof(u); }), 8u);
+  try {
+    visit_factor_dtype(DType::i32, [](auto) { return 0; });
+    FAIL() << "i32 is not a factor dtype";
+  } catch (Error const& e) {
+    EXPECT_STREQ(e.what(), "factor matrices are stored as bf16, f16, f32 or f64, not i32.");
+  }
 }
 
 TEST(QuantizedTensor, OnlyFloatingPointStorage) {

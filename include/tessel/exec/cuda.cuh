@@ -96,9 +96,9 @@ auto device_temporary(ExprShape<R> const& s, cudaStream_t stream) {
 template <class DV, class Node>
 void run_assignment(DV const& dst, Node const& node, Cuda const& x);
 
-// The element type of a node's device temporary: its value type, except that a tensor leaf keeps
-// its storage type (a half / bfloat16 leaf copied compact is still read as half / bfloat16, as
-// the evaluator bound for the coalescable case reads it).
+// The element type of a node's device temporary: a compacted tensor leaf keeps its own element
+// type (a bf16 leaf stays bf16, so the leaf's evaluator type does not change), anything else is
+// stored in its compute type.
 template <class Node>
 struct temporary_element {
   using type = typename Node::value_type;

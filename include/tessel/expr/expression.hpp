@@ -67,13 +67,16 @@ template <std::size_t A, std::size_t B>
 ExprShape<(A > B ? A : B)> broadcast_shapes(ExprShape<A> const& a, ExprShape<B> const& b) {
   constexpr std::size_t R = A > B ? A : B;
   ExprShape<R> out{};
-  for (std::size_t k = 0; k != R; ++k) {
-    index_t ea = k + A >= R ? a[k + A - R] : 1;
-    index_t eb = k + B >= R ? b[k + B - R] : 1;
-    if (ea != eb && ea != 1 && eb != 1)
-      throw_error(sentence("cannot broadcast shape ", shape_string(a), " with shape ",
-                           shape_string(b), "."));
-    out[k] = ea == 1 ? eb : ea;
+  // Two scalars (rank 0) have nothing to compare; nvcc would flag the loop's k + 0 >= 0.
+  if constexpr (R > 0) {
+    for (std::size_t k = 0; k != R; ++k) {
+      index_t ea = k + A >= R ? a[k + A - R] : 1;
+      index_t eb = k + B >= R ? b[k + B - R] : 1;
+      if (ea != eb && ea != 1 && eb != 1)
+        throw_error(sentence("cannot broadcast shape ", shape_string(a), " with shape ",
+                             shape_string(b), "."));
+      out[k] = ea == 1 ? eb : ea;
+    }
   }
   return out;
 }

@@ -193,9 +193,13 @@ inline void validate(Options const& o) {
   if (resolved_start_step(o) < o.precondition_frequency)
     bad("start_preconditioning_step must be >= precondition_frequency (", o.precondition_frequency,
         "), got ", o.start_preconditioning_step, ".");
+  // No default: a new enumerator is a compile error here; a value outside the enumeration (a cast)
+  // matches no case and is refused after the switch.
+  bool known_grafting = false;
   switch (o.grafting.type) {
     case GraftingType::none:
     case GraftingType::sgd:
+      known_grafting = true;
       break;
     case GraftingType::rmsprop:
     case GraftingType::adam:
@@ -205,10 +209,11 @@ inline void validate(Options const& o) {
     case GraftingType::adagrad:
       if (!(o.grafting.epsilon > 0.0))
         bad("grafting epsilon must be > 0, got ", o.grafting.epsilon, ".");
+      known_grafting = true;
       break;
-    default:
-      bad("grafting type ", static_cast<int>(o.grafting.type), " is not a GraftingType.");
   }
+  if (!known_grafting)
+    bad("grafting type ", static_cast<int>(o.grafting.type), " is not a GraftingType.");
   for (auto const& [order, value] : o.inverse_exponent_override) {
     if (order < 0) bad("inverse_exponent_override has the order ", order, "; orders must be >= 0.");
     if (auto const* all = std::get_if<double>(&value)) {

@@ -1,12 +1,12 @@
-// The elementwise parts of the inverse-root computations, written once as TESSEL_HOST_DEVICE
-// bodies: the eigenvalue map (Distributed Shampoo's perturbation rule or pseudo-inverse cut-off,
-// then lambda^(-1/root)) and the coupled Newton pieces (M' = a M + (1 - a) I and |M - I|). The
-// host (matrix_functions.hpp) and the CUDA kernels (shampoo/cuda/) call the same code.
+// The eigenvalue map of the eigendecomposed inverse root, written once as a TESSEL_HOST_DEVICE
+// function: Distributed Shampoo's perturbation rule or pseudo-inverse cut-off, then
+// lambda^(-1/root). roots/eigen.hpp applies it as an expression (map(MapEigenvalue{...}, ...)), so
+// the host and CUDA executors run the same code.
 #pragma once
 
 #include <cmath>
 
-#include "../core/config.hpp"
+#include "../../core/config.hpp"
 
 namespace tessel::shampoo {
 
@@ -47,25 +47,15 @@ TESSEL_HOST_DEVICE S map_eigenvalue(S lambda, S lambda_min, S lambda_max, Eigenv
   return pow(lambda, exponent);
 }
 
-template <class Ctx, class S>
-TESSEL_HOST_DEVICE void map_eigenvalues(Ctx const& ctx, index_t n, S* lambda, S lambda_min,
-                                        S lambda_max, EigenvalueMap const& m) {
-  for (index_t i = ctx.first(); i < n; i += ctx.stride())
-    lambda[i] = map_eigenvalue(lambda[i], lambda_min, lambda_max, m);
-}
+// map_eigenvalue as an expression functor: map(MapEigenvalue{m}, lambda, lambda_min, lambda_max)
+// with the minimum and maximum broadcast over each matrix's eigenvalues (roots/eigen.hpp).
+struct MapEigenvalue {
+  EigenvalueMap map;
 
-// out = a M + (1 - a) I for a d x d matrix (the coupled Newton step's M').
-template <class Ctx, class S>
-TESSEL_HOST_DEVICE void newton_affine(Ctx const& ctx, index_t d, S const* M, S alpha, S* out) {
-  for (index_t i = ctx.first(); i < d * d; i += ctx.stride())
-    out[i] = alpha * M[i] + (i / d == i % d ? S(1) - alpha : S(0));
-}
-
-// |M[i] - I[i]|: the coupled Newton error is the largest of these.
-template <class S>
-TESSEL_HOST_DEVICE S distance_to_identity(S const* M, index_t d, index_t i) {
-  S const x = M[i] - (i / d == i % d ? S(1) : S(0));
-  return x < S(0) ? -x : x;
-}
+  template <class S>
+  TESSEL_HOST_DEVICE S operator()(S lambda, S lambda_min, S lambda_max) const {
+    return map_eigenvalue(lambda, lambda_min, lambda_max, map);
+  }
+};
 
 }  // namespace tessel::shampoo

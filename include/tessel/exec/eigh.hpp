@@ -1,0 +1,90 @@
+// The symmetric eigendecomposition behind the host executors: eigh(executor, eigenvalues,
+// matrices, info) over one matrix or a batch of them (Shampoo's inverse roots, one call per batch
+// group and mode). Each matrix is overwritten with its eigenvectors, the eigenvalues come out in
+// ascending order, and info says per matrix whether the solver converged, so a caller can retry
+// or keep an old result (a failure is data, not an exception). The host runs Eigen's
+// SelfAdjointEigenSolver on each matrix, the matrices spread over the executor's threads; the CUDA
+// twin is exec/cuda/eigh.cuh (cusolverDnXsyevBatched).
+#pragma once
+
+#include <type_traits>
+
+// Eigen 3.4 annotates defaulted special members __host__ __device__, which nvcc warns about
+// (#20012); the warning is Eigen's.
+#if defined(__CUDACC__)
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 20012
+#endif
+#include <Eigen/Eigenvalues>
+#if defined(__CUDACC__)
+#pragma nv_diagnostic pop
+#endif
+
+#include "dense.hpp"
+#include "dense/eigh_operands.hpp"
+#include "executors.hpp"
+
+namespace tessel::exec {
+
+namespace detail {
+
+// Matrix b of m: eigenvectors written back, eigenvalues into w, the solver's verdict returned.
+template <class T, bool RowMajor>
+int host_eigh_one(MatrixBatch<T> const& m, EigenvalueBatch<T> const& w, index_t b) {
+  using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+  auto a = eigen_map<RowMajor>(m, b);
+  // Eigen reads the lower triangle of the matrix it is given, whatever its storage order.
+  Eigen::SelfAdjointEigenSolver<Matrix> solver(Matrix(a), Eigen::ComputeEigenvectors);
+  if (solver.info() != Eigen::Success) return 1;
+  a = solver.eigenvectors();
+  for (index_t i = 0; i < m.rows; ++i) w.at(b, i) = solver.eigenvalues()(i);
+  return 0;
+}
+
+}  // namespace detail
+
+// Eigendecomposition of symmetric matrices: A = Q diag(lambda) Q^T for each matrix of `matrices`
+// (a rank-2 (n, n) tensor or a rank-3 (batch, n, n) batch, row- or column-major like gemm's
+// operands). Only the lower triangle of each matrix is read.
+// @post matrices(b, i, j) is component i of eigenvector j (unit norm); eigenvalues(b, j) is its
+//       eigenvalue, ascending in j; info(b) == 0. When the solver does not converge on matrix b,
+//       info(b) > 0 and matrix b and its eigenvalues are unspecified; the other matrices are
+//       unaffected.
+// eigenvalues is (n) or (batch, n) and info (1) or (batch), any strides; float or double matrices
+// and eigenvalues of one type, int info. tessel::Error, with nothing written, when the shapes do
+// not fit (eigh_operands.hpp has the sentences).
+template <HostExecutor X, TensorType W, TensorType M, TensorType I>
+void eigh(X const& executor, W const& eigenvalues, M const& matrices, I const& info) {
+  using T = typename M::value_type;
+  static_assert(detail::host_dense_type_v<T> && std::is_same_v<typename W::value_type, T>,
+                "tessel: the host eigh takes float or double matrices and eigenvalues of the same "
+                "type.");
+  static_assert(std::is_same_v<typename I::value_type, int>, "tessel: eigh's info is an int tensor.");
+  static_assert(std::is_same_v<typename M::space, HostSpace> &&
+                    std::is_same_v<typename W::space, HostSpace> &&
+                    std::is_same_v<typename I::space, HostSpace>,
+                "tessel: a host executor decomposes host tensors; use exec::Cuda for device tensors "
+                "(<tessel/exec/cuda/eigh.cuh>).");
+  auto const ops = detail::eigh_operands(eigenvalues, matrices, info);
+  index_t const n = ops.matrices.rows;
+  index_t const work = ops.matrices.batch * n * n * n;
+  auto run = [&](index_t begin, index_t end) {
+    for (index_t b = begin; b < end; ++b)
+      ops.info.at(b) = ops.matrices.row_major()
+                           ? detail::host_eigh_one<T, true>(ops.matrices, ops.eigenvalues, b)
+                           : detail::host_eigh_one<T, false>(ops.matrices, ops.eigenvalues, b);
+  };
+  if (n == 0) {
+    for (index_t b = 0; b < ops.matrices.batch; ++b) ops.info.at(b) = 0;
+    return;
+  }
+  int const threads = detail::threads_for(executor, work);
+  if (threads <= 1 || ops.matrices.batch == 1) {
+    detail::SerialEigen serial;
+    run(0, ops.matrices.batch);
+  } else {
+    detail::parallel_ranges(threads, ops.matrices.batch, run);
+  }
+}
+
+}  // namespace tessel::exec

@@ -1,0 +1,59 @@
+// What a Shampoo optimizer keeps per batch group, in the memory of its executor (Backend<X>,
+// step/backend.hpp): for each preconditioned mode the factor matrices in their stored dtype (bf16,
+// f16, f32 or f64) and the inverse roots in T, (count, d, d) each; the filtered gradient, momentum
+// and grafting accumulator, (count, block...) each when in use; and the step's scratch (gathered
+// gradients, the direction and two preconditioning buffers). Also the host-side bookkeeping: the
+// plan block of each slot, failed root computations in a row, this step's errors, the segments.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../../core/dtype.hpp"
+#include "../../core/error.hpp"
+#include "../../core/float16.hpp"
+#include "../plan/plan.hpp"
+#include "../plan/segments.hpp"
+#include "../step/backend.hpp"
+#include "quantized.hpp"
+
+namespace tessel::shampoo {
+
+template <class T, class X>
+struct GroupState {
+  template <class U>
+  using Buffer = typename Backend<X>::template Buffer<U>;
+
+  // One preconditioned mode: the factors as stored, and the inverse roots.
+  struct Mode {
+    index_t dim = 0;      // the block mode
+    index_t d = 0;        // its extent
+    double root = 2.0;    // 1 / exponent
+    DType dtype = DType::f32;
+    Buffer<std::byte> factors;  // count * d * d elements of dtype
+    Buffer<T> inverse_roots;    // count * d * d
+
+    // The factors as T, when that is how they are stored (no conversion needed).
+    T* factors_as_t() const {
+      return dtype == dtype_of_v<T> ? reinterpret_cast<T*>(factors.data()) : nullptr;
+    }
+  };
+
+  Extents shape;
+  index_t count = 0;
+  index_t numel = 0;
+  std::vector<Mode> modes;
+  Buffer<T> filtered, momentum, grafting;  // count * numel each, when in use
+  Buffer<T> staged_momentum;               // a distributed step's momentum until it commits
+  Buffer<T> grad, direction, search, spare;
+  Buffer<T> scale;     // per slot: the grafting rescale
+  Buffer<double> per_slot;  // per slot and mode: the bound inputs, then the norms
+  std::vector<index_t> blocks;    // plan block of each slot
+  std::vector<index_t> failures;  // consecutive failed amortized computations, per slot
+  std::vector<std::string> errors;  // this step's, per slot
+  std::vector<SegmentPlan> segments;
+};
+
+}  // namespace tessel::shampoo
