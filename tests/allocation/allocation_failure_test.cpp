@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include <tessel/exec/memory.hpp>
 #include <tessel/flce/forward.hpp>
 #include <tessel/tensor/host_tensor.hpp>
 
@@ -54,14 +55,20 @@ TEST(AllocationFailure, AHostTensorTheAllocatorRefusesIsAnErrorNamingTheBytes) {
             "cannot allocate 1152921504606846976 bytes of host memory for a tensor.");
 }
 
-TEST(AllocationFailure, FlceScratchTheAllocatorRefusesIsAnErrorNamingTheBytes) {
-  // FLCE's scratch is bounded by its plan (a chunk of rows at a time), so no plausible call asks
-  // for 2^60 bytes without first holding inputs of that size: the allocator is called directly.
+TEST(AllocationFailure, ScratchTheAllocatorRefusesIsAnErrorNamingTheBytes) {
+  // Executor scratch (FLCE's, Shampoo's) is bounded by its plan (a chunk of rows at a time), so no
+  // plausible call asks for 2^60 bytes without first holding inputs of that size: the allocator is
+  // called directly.
   if (!allocator_may_return_null())
     GTEST_SKIP() << "AddressSanitizer aborts on this allocation without "
                     "ASAN_OPTIONS=allocator_may_return_null=1 (ctest sets it).";
-  EXPECT_EQ(error_of([] { (void)flce::detail::HostScratch(huge_bytes); }),
+  auto const scratch = [](char const* what) {
+    return [what] { (void)exec::Memory<exec::Serial>::scratch<std::byte>({}, huge_bytes, what); };
+  };
+  EXPECT_EQ(error_of(scratch("FLCE")),
             "cannot allocate 1152921504606846976 bytes of FLCE scratch memory.");
+  EXPECT_EQ(error_of(scratch(nullptr)),
+            "cannot allocate 1152921504606846976 bytes of scratch memory.");
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
-// What FLCE's chunk loop (flce/chunk_loop.hpp) and backward need of an executor besides exec's
-// generic calls: the memory space, where the scratch comes from, how the host reads the target
-// check, and which type the GEMMs read. Backend<Executor> names them and forwards to exec's
-// for_each_row, gemm and assign, whose host and CUDA overloads live in different headers (the
-// CUDA ones only in CUDA translation units). This header gives the host executors' backend;
-// <tessel/flce/cuda.cuh> gives exec::Cuda's.
+// What FLCE's chunk loop (flce/chunk_loop.hpp) and backward need of an executor: its memory
+// (exec::Memory<Executor>: space, scratch, views, the target check read back), which type the
+// GEMMs read, and the checks the executor's libraries need. Backend<Executor> names them and
+// forwards to exec's for_each_row, gemm and assign, whose host and CUDA overloads live in different
+// headers (the CUDA ones only in CUDA translation units). This header gives the host executors'
+// backend; <tessel/flce/cuda.cuh> gives exec::Cuda's.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +16,7 @@
 #include "../exec/dense.hpp"
 #include "../exec/executors.hpp"
 #include "../exec/host.hpp"
+#include "../exec/memory.hpp"
 #include "../exec/rows.hpp"
 #include "../tensor/memory_space.hpp"
 #include "../tensor/tensor.hpp"
@@ -33,48 +34,23 @@ struct Backend {
                 "included from a CUDA translation unit.");
 };
 
-// One allocation for all of a call's host scratch (see ScratchLayout; its total is a multiple of
-// scratch_alignment, as aligned_alloc requires).
-class HostScratch {
- public:
-  explicit HostScratch(index_t bytes)
-      : data_(static_cast<std::byte*>(
-            std::aligned_alloc(static_cast<std::size_t>(scratch_alignment),
-                               static_cast<std::size_t>(bytes > 0 ? bytes : scratch_alignment)))) {
-    if (data_ == nullptr)
-      throw_error(sentence("cannot allocate ", bytes, " bytes of FLCE scratch memory."));
-  }
-  // The same, for a chunk loop on host executor `executor` (which needs nothing else).
-  template <exec::HostExecutor X>
-  HostScratch(index_t bytes, X const& /*executor*/) : HostScratch(bytes) {}
-  std::byte* data() const noexcept { return data_.get(); }
-
- private:
-  struct Free {
-    void operator()(std::byte* p) const noexcept { std::free(p); }
-  };
-  std::unique_ptr<std::byte, Free> data_;
-};
+// The chunk loop cuts one scratch allocation into sub-buffers at ScratchLayout's offsets, which
+// assume exec's scratch alignment on every executor.
+static_assert(static_cast<std::size_t>(scratch_alignment) == exec::scratch_alignment);
 
 // The host executors (Serial, OpenMP, Auto): Eigen's GEMMs through exec::gemm, rows spread over
 // the executor's threads, f16/bf16 operands widened to f32 for Eigen.
 template <exec::HostExecutor X>
-struct Backend<X> {
-  using space = HostSpace;
+struct Backend<X> : exec::Memory<X> {
   static constexpr Device device = Device::host;
   // What the GEMMs read: f32/f64, so 16-bit storage is converted (ScratchLayout's *_f32 buffers).
   template <class T>
   using gemm_t = accum_t<T>;
-  using Scratch = HostScratch;
 
   // Nothing beyond validate_call: Eigen takes any size.
   template <class Plan, class Call>
   static void check_call(Plan const&, Call const&) {}
 
-  template <class P, class Layout>
-  static auto view(P* p, Layout const& layout) {
-    return make_tensor(p, layout);
-  }
   template <int Threads, class Body>
   static void rows(X const& executor, index_t rows, index_t row_work, Body const& body) {
     exec::for_each_row(executor, rows, row_work, body);
@@ -87,8 +63,6 @@ struct Backend<X> {
   static void assign(X const& executor, D const& dst, S const& src) {
     tessel::assign(dst, src, executor);
   }
-  // The check lane 0 wrote: already in host memory.
-  static TargetCheck read(X const&, TargetCheck const* at) { return *at; }
 };
 
 }  // namespace tessel::flce::detail

@@ -97,7 +97,7 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
   };
 
   ScratchLayout const layout = plan.scratch_layout(dtype_of_v<T>, backend::device);
-  typename backend::Scratch const scratch(layout.total, executor);
+  auto const scratch = backend::template scratch<std::byte>(executor, layout.total, "FLCE");
   std::byte* const base = scratch.data();
   C* const logits = reinterpret_cast<C*>(base + layout.logits);  // (R, V)
   G* const gradient = in_place ? reinterpret_cast<G*>(logits)    // (R, V)
@@ -212,7 +212,7 @@ FlcePlan run_forward(X const& input, W const& weight, Y const& target,
                      Options<tensor_value_t<X>, typename Backend<Executor>::space> const& options,
                      Outputs<tensor_value_t<X>, typename Backend<Executor>::space> const& outputs,
                      Executor const& executor) {
-  static_assert(SameElement<X, W>::ok);
+  static_assert(SameElement<X, W>::ok && static_shapes_agree<X, W, Y>());
   using T = tensor_value_t<X>;
   using TargetT = tensor_value_t<Y>;
   using Space = typename Backend<Executor>::space;

@@ -21,8 +21,8 @@
 #include <tessel/exec/cuda.cuh>
 #include <tessel/exec/cuda/dense.hpp>
 #include <tessel/exec/cuda/error.hpp>
+#include <tessel/exec/cuda/memory.hpp>
 #include <tessel/exec/cuda/rows.cuh>
-#include <tessel/exec/cuda/scratch.hpp>
 #include <tessel/exec/executors.hpp>
 #include <tessel/flce/backward.hpp>
 #include <tessel/flce/chunk_loop.hpp>
@@ -40,24 +40,14 @@ inline void check_cublas_dimension(index_t value, char const* what) {
 }
 
 // exec::Cuda: cuBLAS through exec::gemm (16-bit operands read as they are, by the tensor cores),
-// the row bodies as one-block-per-row kernels, scratch from the stream's pool.
+// the row bodies as one-block-per-row kernels, memory and scratch exec::Cuda's
+// (exec/cuda/memory.hpp).
 template <>
-struct Backend<exec::Cuda> {
-  using space = DeviceSpace;
+struct Backend<exec::Cuda> : exec::Memory<exec::Cuda> {
   static constexpr Device device = Device::cuda;
   // What the GEMMs read: the storage type (f16/bf16 products accumulate in f32).
   template <class T>
   using gemm_t = T;
-
-  class Scratch {
-   public:
-    Scratch(index_t bytes, exec::Cuda const& executor)
-        : buffer_(static_cast<std::size_t>(bytes), executor.stream) {}
-    std::byte* data() const noexcept { return static_cast<std::byte*>(buffer_.data()); }
-
-   private:
-    gpu::StreamBuffer buffer_;
-  };
 
   // Every size the GEMMs will hand cuBLAS fits its int, so no chunk fails half-way.
   template <class Plan, class Call>
@@ -75,10 +65,6 @@ struct Backend<exec::Cuda> {
       check_cublas_dimension(leading(call.outputs.grad_weight), "grad_weight's row stride");
   }
 
-  template <class P, class Layout>
-  static auto view(P* p, Layout const& layout) {
-    return make_device_tensor(p, layout);
-  }
   template <int Threads, class Body>
   static void rows(exec::Cuda const& executor, index_t rows, index_t row_work, Body const& body) {
     exec::for_each_row<Threads>(executor, rows, row_work, body);
@@ -91,15 +77,6 @@ struct Backend<exec::Cuda> {
   template <class D, class S>
   static void assign(exec::Cuda const& executor, D const& dst, S const& src) {
     tessel::assign(dst, src, executor);
-  }
-  // The one synchronization of a call: the check lane 0 wrote, read back.
-  static TargetCheck read(exec::Cuda const& executor, TargetCheck const* at) {
-    TargetCheck check{};
-    TESSEL_CUDA_CHECK(
-        cudaMemcpyAsync(&check, at, sizeof check, cudaMemcpyDeviceToHost, executor.stream),
-        "reading back the FLCE target check");
-    TESSEL_CUDA_CHECK(cudaStreamSynchronize(executor.stream), "waiting for the FLCE target check");
-    return check;
   }
 };
 

@@ -1,6 +1,6 @@
 // DeviceShampoo: the Shampoo step on a CUDA device. It is Shampoo<float, RuntimePlan, exec::Cuda>,
 // the host optimizer's own code (shampoo/optimizer.hpp) run by the CUDA executor: state in device
-// memory (shampoo/cuda/backend.hpp), each elementwise stage one fused kernel per segment, the
+// memory (exec/cuda/memory.hpp), each elementwise stage one fused kernel per segment, the
 // factor updates and preconditioning one strided-batched cuBLAS call per group and mode, the
 // eigendecompositions one cusolverDnXsyevBatched call per group and mode (retried in double), and
 // one stream synchronization per step where the step decides on the host (validation and the
@@ -16,7 +16,7 @@
 #include <tessel/exec/cuda/device_memory.hpp>
 #include <tessel/exec/cuda/eigh.cuh>
 
-#include "cuda/backend.hpp"
+#include <tessel/exec/cuda/memory.hpp>
 #include "optimizer.hpp"
 
 namespace tessel::shampoo {

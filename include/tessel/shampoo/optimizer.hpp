@@ -6,14 +6,15 @@
 // bias-corrected) is preconditioned mode by mode, optionally rescaled to a grafted diagonal
 // method's norm, decayed, given momentum and applied.
 //
-// One step, every backend: the state lives in tensors of the executor's memory (Backend<X>), the
-// elementwise stages are tessel expressions assigned through the executor (step/stages.hpp), one
-// pass per stage and segment of equal-shaped blocks (plan/segments.hpp), and the dense stages are
-// one batched exec::syrk / exec::gemm / exec::eigh per group (step/factors.hpp, roots/). Host
-// executors (exec::Auto, the default; OpenMP; Serial) run it on host memory; exec::Cuda runs the
-// same code on the device (<tessel/shampoo/device_shampoo.cuh>, where DeviceShampoo names it).
-// Plan is RuntimePlan (a plan value given to the constructor) or static_plan<plan> (the plan as a
-// type: block shapes and segment layouts are Int<> shapes in the stage code, plan/static_plan.hpp).
+// One step, every backend: the state lives in tensors of the executor's memory (exec::Memory<X>,
+// exec/memory.hpp), the elementwise stages are tessel expressions assigned through the executor
+// (step/stages.hpp), one pass per stage and segment of equal-shaped blocks (plan/segments.hpp), and
+// the dense stages are one batched exec::syrk / exec::gemm / exec::eigh per group
+// (step/factors.hpp, roots/). Host executors (exec::Auto, the default; OpenMP; Serial) run it on
+// host memory; exec::Cuda runs the same code on the device (<tessel/shampoo/device_shampoo.cuh>,
+// where DeviceShampoo names it). Plan is RuntimePlan (a plan value given to the constructor) or
+// static_plan<plan> (the plan as a type: block shapes and segment layouts are Int<> shapes in the
+// stage code, plan/static_plan.hpp).
 #pragma once
 
 #include <algorithm>
@@ -33,6 +34,7 @@
 #include "../core/error.hpp"
 #include "../exec/executors.hpp"
 #include "../exec/host.hpp"
+#include "../exec/memory.hpp"
 #include "../expr/compare.hpp"
 #include "../expr/where.hpp"
 #include "options.hpp"
@@ -44,7 +46,6 @@
 #include "state/group_state.hpp"
 #include "state/quantized.hpp"
 #include "state/state_dict.hpp"
-#include "step/backend.hpp"
 #include "step/bounds.hpp"
 #include "step/factors.hpp"
 #include "step/grafting.hpp"
@@ -58,9 +59,8 @@ requires exec::Executor<X>
 class DistributedShampoo;
 
 template <class T, PlanTag P = RuntimePlan, class X = exec::Auto>
-requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executor<X>
-class Shampoo {
-  using B = Backend<X>;
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executor<X> class Shampoo {
+  using B = exec::Memory<X>;
   using Group = GroupState<T, X>;
 
  public:
@@ -78,8 +78,7 @@ class Shampoo {
   }
 
   // The plan of the type: Shampoo<float, static_plan<plan>> opt(options).
-  explicit Shampoo(Options options = {}, X executor = {})
-  requires is_static_plan_v<P>
+  explicit Shampoo(Options options = {}, X executor = {}) requires is_static_plan_v<P>
       : plan_(to_runtime(P::value)), options_(std::move(options)), executor_(executor) {
     build();
   }
@@ -335,13 +334,11 @@ class Shampoo {
       assign(flat(grad_flags_.data() + p, 1), sum(g * T(0), keep), executor_);
     }
     for_each_segment([&](Group& g, auto const& seg) {
-      stages::gather_gradient(executor_,
-                              B::view(g.grad.data() + seg.first_slot * g.numel, seg.state_layout()),
-                              B::view(grads[static_cast<std::size_t>(seg.param)] + seg.offset,
-                                      seg.param_layout()),
-                              B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset,
-                                      seg.param_layout()),
-                              s.l2);
+      stages::gather_gradient(
+          executor_, B::view(g.grad.data() + seg.first_slot * g.numel, seg.state_layout()),
+          B::view(grads[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout()),
+          B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout()),
+          s.l2);
     });
     for (auto& g : groups_) {
       if (g.numel == 0) continue;
@@ -376,11 +373,12 @@ class Shampoo {
         if (first && first->block < b) continue;
         for (std::size_t j = 0; j < g.modes.size(); ++j) {
           auto const& m = g.modes[j];
-          auto const at = 2 * j * static_cast<std::size_t>(g.count) + static_cast<std::size_t>(slot);
-          std::string e = factor_bound_error<T>(
-              j, m.dim, plan_.blocks[b].param, plan_.blocks[b].index, step_ + 1, inputs[gi][at],
-              inputs[gi][at + static_cast<std::size_t>(g.count)], g.numel / std::max<index_t>(m.d, 1),
-              m.dtype, s);
+          auto const at =
+              2 * j * static_cast<std::size_t>(g.count) + static_cast<std::size_t>(slot);
+          std::string e = factor_bound_error<T>(j, m.dim, plan_.blocks[b].param,
+                                                plan_.blocks[b].index, step_ + 1, inputs[gi][at],
+                                                inputs[gi][at + static_cast<std::size_t>(g.count)],
+                                                g.numel / std::max<index_t>(m.d, 1), m.dtype, s);
           if (!e.empty()) {
             first = BlockFailure{b, std::move(e)};
             break;
@@ -504,10 +502,9 @@ class Shampoo {
                                                    " has NaN or Inf values at step ", step_, ".");
             break;
           case RootStatus::non_finite:
-            g.errors[i] = tessel::detail::sentence(
-                "the inverse root of factor matrix ", j, " of ",
-                detail::block_name(bp.param, bp.index), " has NaN or Inf values at step ", step_,
-                ".");
+            g.errors[i] = tessel::detail::sentence("the inverse root of factor matrix ", j, " of ",
+                                                   detail::block_name(bp.param, bp.index),
+                                                   " has NaN or Inf values at step ", step_, ".");
             break;
           case RootStatus::solver_failed:
           case RootStatus::not_converged:
@@ -672,12 +669,14 @@ class Shampoo {
       g.search = B::template allocate<T>(n);
       g.spare = B::template allocate<T>(n);
       g.scale = B::template allocate<T>(g.count);
-      g.per_slot = B::template allocate<double>(2 * g.count * std::max<index_t>(1, static_cast<index_t>(g.modes.size())));
+      g.per_slot = B::template allocate<double>(
+          2 * g.count * std::max<index_t>(1, static_cast<index_t>(g.modes.size())));
       g.blocks.assign(static_cast<std::size_t>(g.count), 0);
       g.failures.assign(static_cast<std::size_t>(g.count), 0);
       g.errors.resize(static_cast<std::size_t>(g.count));
     }
-    for (auto const& s : all_segments) groups_[static_cast<std::size_t>(s.group)].segments.push_back(s);
+    for (auto const& s : all_segments)
+      groups_[static_cast<std::size_t>(s.group)].segments.push_back(s);
     update_offsets_.assign(plan_.num_blocks() + 1, 0);
     for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
       Group& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
@@ -708,7 +707,8 @@ class Shampoo {
   void for_each_state_buffer(std::size_t gi, F&& f) const {
     Group const& g = groups_[gi];
     auto key = [&](index_t slot, std::vector<std::string> tail) {
-      BlockPlan const& bp = plan_.blocks[static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(slot)])];
+      BlockPlan const& bp =
+          plan_.blocks[static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(slot)])];
       StateKey k{std::to_string(bp.param), "block_" + std::to_string(bp.index)};
       k.insert(k.end(), tail.begin(), tail.end());
       return k;
@@ -760,8 +760,8 @@ class Shampoo {
         }
         ++mode;
         for (index_t slot = 0; slot < g.count; ++slot)
-          out[key_of(slot)] =
-              StateTensor{dtype, shape, std::vector<std::byte>(static_cast<std::size_t>(slot_bytes))};
+          out[key_of(slot)] = StateTensor{
+              dtype, shape, std::vector<std::byte>(static_cast<std::size_t>(slot_bytes))};
       });
     }
     return out;
@@ -782,8 +782,9 @@ class Shampoo {
             " but this optimizer keeps ", dtype_name(tensor.dtype), "."));
       if (it->second.shape != tensor.shape)
         tessel::detail::throw_error(tessel::detail::sentence(
-            "the state's ", state_key_text(key), " has shape ", shape_text(it->second.shape),
-            " but this optimizer keeps ", shape_text(tensor.shape), "."));
+            "the state's ", state_key_text(key), " has shape ",
+            tessel::detail::shape_text(it->second.shape), " but this optimizer keeps ",
+            tessel::detail::shape_text(tensor.shape), "."));
       if (it->second.data.size() != tensor.data.size())
         tessel::detail::throw_error(tessel::detail::sentence(
             "the state's ", state_key_text(key), " holds ", it->second.data.size(),
@@ -833,7 +834,7 @@ class Shampoo {
   Options options_;
   X executor_;
   std::vector<Group> groups_;
-  std::vector<index_t> update_offsets_;  // per plan block, and the total at the end
+  std::vector<index_t> update_offsets_;        // per plan block, and the total at the end
   typename B::template Buffer<T> grad_flags_;  // per parameter: sum(grad * 0)
   index_t step_ = 0;
 };

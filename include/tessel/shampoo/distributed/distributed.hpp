@@ -39,13 +39,13 @@
 #include "../../core/error.hpp"
 #include "../../core/float16.hpp"
 #include "../../dist/communicator.hpp"
+#include "../../exec/memory.hpp"
 #include "../optimizer.hpp"
 #include "../options.hpp"
-#include "../plan/plan.hpp"
 #include "../plan/geometry.hpp"
+#include "../plan/plan.hpp"
 #include "../plan/segments.hpp"
 #include "../state/state_dict.hpp"
-#include "../step/backend.hpp"
 #include "../step/stages.hpp"
 
 namespace tessel::shampoo {
@@ -124,8 +124,9 @@ namespace detail {
 // Every rank throws `message` of rank `root` (which alone may know it); the text travels through
 // the executor's memory, as the communicator expects.
 template <class X>
-[[noreturn]] void throw_shared(dist::Communicator& comm, X const& x, std::string message, int root) {
-  using B = Backend<X>;
+[[noreturn]] void throw_shared(dist::Communicator& comm, X const& x, std::string message,
+                               int root) {
+  using B = exec::Memory<X>;
   std::uint64_t length = message.size();
   auto buffer = B::template allocate<std::uint64_t>(1);
   B::from_host(x, &length, 1, buffer.data());
@@ -150,7 +151,7 @@ template <class X>
 // report the same sentence. Costs one all-reduce, and a broadcast when something failed.
 template <class X, class F>
 void agree(dist::Communicator& comm, X const& x, F&& fn) {
-  using B = Backend<X>;
+  using B = exec::Memory<X>;
   std::string message;
   std::vector<double> failed(static_cast<std::size_t>(comm.size()), 0.0);
   try {
@@ -202,7 +203,7 @@ requires exec::Executor<X>
 class DistributedShampoo {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "tessel: DistributedShampoo<T> takes float or double parameters.");
-  using B = Backend<X>;
+  using B = exec::Memory<X>;
   using Local = Shampoo<T, RuntimePlan, X>;
 
  public:
@@ -229,8 +230,8 @@ class DistributedShampoo {
           " ranks); make the plan with group size ", group_size, "."));
     group_ = world.split(world.rank() / static_cast<int>(group_size));
     detail::agree(world, executor_, [&] {
-      local_ = std::make_unique<Local>(owned_plan(plan_, group_->rank()), std::move(options),
-                                       executor_);
+      local_ =
+          std::make_unique<Local>(owned_plan(plan_, group_->rank()), std::move(options), executor_);
     });
     build_layout();
   }
@@ -313,7 +314,8 @@ class DistributedShampoo {
       B::wait(executor_);
       throw_first_failure(*std::min_element(codes.begin(), codes.end()), std::move(message));
     }
-    auto failure = local_->template prepare_updates<true>(params, grads, local_updates_.data(), true);
+    auto failure =
+        local_->template prepare_updates<true>(params, grads, local_updates_.data(), true);
     // The header: this rank's first failure as kind * blocks + block (accumulation failures before
     // updates that the communication dtype cannot hold, as one process meets them), or none.
     auto const nb = static_cast<std::int64_t>(plan_.num_blocks());
@@ -323,16 +325,15 @@ class DistributedShampoo {
       code = static_cast<std::int64_t>(owned_[failure->block]);
       message = std::move(failure->message);
     } else if (auto bad = pack()) {
-      auto const lb = static_cast<std::size_t>(
-          std::upper_bound(local_->update_offsets_.begin(), local_->update_offsets_.end(),
-                           bad->first) -
-          local_->update_offsets_.begin() - 1);
+      auto const lb =
+          static_cast<std::size_t>(std::upper_bound(local_->update_offsets_.begin(),
+                                                    local_->update_offsets_.end(), bad->first) -
+                                   local_->update_offsets_.begin() - 1);
       BlockPlan const& bp = plan_.blocks[static_cast<std::size_t>(owned_[lb])];
       code = nb + static_cast<std::int64_t>(owned_[lb]);
       message = tessel::detail::sentence(
           "the update of ", shampoo::detail::block_name(bp.param, bp.index), " has the value ",
-          shampoo::detail::format_number(static_cast<double>(bad->second)), " at element ",
-          bad->first - local_->update_offset(lb), ", which ",
+          bad->second, " at element ", bad->first - local_->update_offset(lb), ", which ",
           dtype_name(distributed_.communication_dtype),
           " cannot hold; choose a wider communication_dtype.");
     }
@@ -387,11 +388,13 @@ class DistributedShampoo {
         auto const r = static_cast<std::size_t>(plan_.blocks[b].rank);
         index_t const numel = plan_.group_of(b).numel();
         auto const at = offsets_[r] + header_bytes + (update_at_[b] - rank_first_[r]) * sizeof(U);
-        assign(B::view(all_updates_.data() + group_first_[static_cast<std::size_t>(plan_.blocks[b].group)] +
-                           plan_.blocks[b].slot * numel,
-                       make_layout(make_shape(numel))),
-               B::view(reinterpret_cast<U const*>(recv_.data() + at), make_layout(make_shape(numel))),
-               executor_);
+        assign(
+            B::view(all_updates_.data() +
+                        group_first_[static_cast<std::size_t>(plan_.blocks[b].group)] +
+                        plan_.blocks[b].slot * numel,
+                    make_layout(make_shape(numel))),
+            B::view(reinterpret_cast<U const*>(recv_.data() + at), make_layout(make_shape(numel))),
+            executor_);
       }
     });
     T const lr = T(local_->options().lr);
@@ -399,7 +402,8 @@ class DistributedShampoo {
       auto const seg = runtime_segment(sp, plan_.groups[static_cast<std::size_t>(sp.group)].shape);
       index_t const numel = plan_.groups[static_cast<std::size_t>(sp.group)].numel();
       stages::apply_update(
-          executor_, B::view(params[static_cast<std::size_t>(sp.param)] + sp.offset, seg.param_layout()),
+          executor_,
+          B::view(params[static_cast<std::size_t>(sp.param)] + sp.offset, seg.param_layout()),
           B::view(all_updates_.data() + group_first_[static_cast<std::size_t>(sp.group)] +
                       sp.first_slot * numel,
                   seg.state_layout()),

@@ -4,10 +4,10 @@
 #pragma once
 
 #include "../../core/layout.hpp"
-#include "../../expr/arithmetic.hpp"
 #include "../../exec/host.hpp"
+#include "../../exec/memory.hpp"
+#include "../../expr/arithmetic.hpp"
 #include "../../expr/reduce.hpp"
-#include "../step/backend.hpp"
 
 namespace tessel::shampoo::detail {
 
@@ -37,9 +37,9 @@ inline auto per_column_layout(index_t count, index_t d) {
   return make_layout(make_shape(count, d, d), make_stride(d, Int<0>{}, Int<1>{}));
 }
 
-// out(b) = sum over matrix b of x * 0: NaN exactly when matrix b holds a NaN or an Inf (0 otherwise).
-// One reduction pass, packet-friendly on the host; the caller reads the values after the
-// executor's wait.
+// out(b) = sum over matrix b of x * 0: NaN exactly when matrix b holds a NaN or an Inf (0
+// otherwise). One reduction pass, packet-friendly on the host; the caller reads the values after
+// the executor's wait.
 template <class X, class Rows, class Out>
 void non_finite_flags(X const& x, Rows const& rows, Out const& out) {
   using T = typename Rows::value_type;

@@ -48,7 +48,7 @@ void coupled_newton_inverse_roots(X const& x, In const& in, Out const& out, inde
                                   index_t d, double root, double epsilon,
                                   CoupledNewtonConfig const& config,
                                   std::span<RootResult> results) {
-  using B = Backend<X>;
+  using B = exec::Memory<X>;
   for (auto& r : results) r = RootResult{};
   if (count == 0 || d == 0) return;
   index_t const p = static_cast<index_t>(std::llround(root));
@@ -82,18 +82,20 @@ void coupled_newton_inverse_roots(X const& x, In const& in, Out const& out, inde
   auto const diagonal = B::view(ms, detail::diagonal_layout(count, d));
   assign(diagonal, diagonal + epsilon, x);
   // z = (p + 1) / (2 |A'|_F); X = z^(1/p) I; M = z A'.
-  assign(vec(0), sum(B::view(ms, detail::matrix_rows_layout(count, d)) *
-                         B::view(ms, detail::matrix_rows_layout(count, d)),
-                     mode<1>),
+  assign(vec(0),
+         sum(B::view(ms, detail::matrix_rows_layout(count, d)) *
+                 B::view(ms, detail::matrix_rows_layout(count, d)),
+             mode<1>),
          x);
   assign(vec(0), static_cast<double>(p + 1) / (2.0 * sqrt(vec(0))), x);
   assign(mats(xs), eye * map(detail::PowerOf{-alpha}, each(0)), x);
   assign(a, a * each(0), x);
   auto const error = [&] {
-    assign(vec(0), max(abs(B::view(ms, detail::matrix_rows_layout(count, d)) -
-                           B::view(identity.data(), make_layout(make_shape(count, d * d),
-                                                                make_stride(Int<0>{}, Int<1>{})))),
-                       mode<1>),
+    assign(vec(0),
+           max(abs(B::view(ms, detail::matrix_rows_layout(count, d)) -
+                   B::view(identity.data(),
+                           make_layout(make_shape(count, d * d), make_stride(Int<0>{}, Int<1>{})))),
+               mode<1>),
            x);
   };
   error();
@@ -138,7 +140,8 @@ void coupled_newton_inverse_roots(X const& x, In const& in, Out const& out, inde
     B::to_host(x, per_matrix.data(), count, host.data());
     B::wait(x);
     for (index_t b = 0; b < count; ++b)
-      if (active[static_cast<std::size_t>(b)] != 0.0) ++results[static_cast<std::size_t>(b)].iterations;
+      if (active[static_cast<std::size_t>(b)] != 0.0)
+        ++results[static_cast<std::size_t>(b)].iterations;
   }
   // The result in T, and whether it is finite (in double and after rounding to T).
   assign(out, cast<T>(mats(xs)), x);

@@ -4,7 +4,7 @@
 // map (eigenvalue_map.hpp). One exec::eigh call decomposes the batch; the eigenvalue map and the
 // column scaling are expressions; one exec::gemm forms X. A matrix whose decomposition in T failed
 // is decomposed again in double when retry_double_precision is set (the whole batch is redone in
-// double then, a rare path). Runs on any executor through Backend<X> (step/backend.hpp).
+// double then, a rare path). Runs on any executor through exec::Memory<X> (exec/memory.hpp).
 #pragma once
 
 #include <cstddef>
@@ -34,11 +34,12 @@ namespace detail {
 template <class S, class X, class Out>
 void eigen_roots_in(X const& x, S* work, index_t count, index_t d, EigenvalueMap const& rule,
                     Out const& out, int* info) {
-  using B = Backend<X>;
+  using B = exec::Memory<X>;
   auto lambda = B::template scratch<S>(x, count * d);
   auto extremes = B::template scratch<S>(x, 2 * count);
   auto scaled = B::template scratch<S>(x, count * d * d);
-  auto q = permute<0, 2, 1>(B::view(work, detail::matrices_layout(count, d)));  // q(b, i, j): Q_b[i][j]
+  auto q =
+      permute<0, 2, 1>(B::view(work, detail::matrices_layout(count, d)));  // q(b, i, j): Q_b[i][j]
   auto l = B::view(lambda.data(), make_layout(make_shape(count, d)));
   eigh(x, l, q, B::view(info, make_layout(make_shape(count))));
   auto lmin = B::view(extremes.data(), make_layout(make_shape(count)));
@@ -66,15 +67,15 @@ template <class T, class X, class In, class Out>
 void eigen_inverse_roots(X const& x, In const& in, Out const& out, index_t count, index_t d,
                          double root, double epsilon, EigenConfig const& config,
                          std::span<RootResult> results) {
-  using B = Backend<X>;
+  using B = exec::Memory<X>;
   for (auto& r : results) r = RootResult{};
   if (count == 0 || d == 0) return;
   EigenvalueMap const rule{root,
-                          epsilon,
-                          config.pseudo_inverse,
-                          config.perturb_before_computation,
-                          config.rank_atol,
-                          config.rank_rtol};
+                           epsilon,
+                           config.pseudo_inverse,
+                           config.perturb_before_computation,
+                           config.rank_atol,
+                           config.rank_rtol};
   bool const ridge = config.perturb_before_computation && !config.pseudo_inverse;
   auto work = B::template scratch<T>(x, count * d * d);
   auto info = B::template scratch<int>(x, count);
@@ -91,7 +92,8 @@ void eigen_inverse_roots(X const& x, In const& in, Out const& out, index_t count
   auto const rows_of_out = [&] {
     return B::view(out.data(), detail::matrix_rows_layout(count, d));
   };
-  detail::non_finite_flags(x, rows_of_out(), B::view(flags.data() + count, make_layout(make_shape(count))));
+  detail::non_finite_flags(x, rows_of_out(),
+                           B::view(flags.data() + count, make_layout(make_shape(count))));
   std::vector<int> host_info(static_cast<std::size_t>(count));
   std::vector<T> host_flags(static_cast<std::size_t>(2 * count));
   B::to_host(x, info.data(), count, host_info.data());
@@ -101,8 +103,10 @@ void eigen_inverse_roots(X const& x, In const& in, Out const& out, index_t count
   bool retry = false;
   for (index_t b = 0; b < count; ++b) {
     auto const i = static_cast<std::size_t>(b);
-    if (!finite(host_flags[i])) results[i].status = RootStatus::non_finite_input;
-    else if (host_info[i] != 0) retry = true;
+    if (!finite(host_flags[i]))
+      results[i].status = RootStatus::non_finite_input;
+    else if (host_info[i] != 0)
+      retry = true;
   }
   if (retry && config.retry_double_precision && !std::is_same_v<T, double>) {
     // The failed matrices again, in double: A is rounded to T first (as the T solve saw it).
@@ -143,7 +147,8 @@ void eigen_inverse_roots(X const& x, In const& in, Out const& out, index_t count
   for (index_t b = 0; b < count; ++b) {
     auto const i = static_cast<std::size_t>(b);
     if (results[i].status != RootStatus::ok) continue;
-    if (host_info[i] != 0) results[i].status = RootStatus::solver_failed;
+    if (host_info[i] != 0)
+      results[i].status = RootStatus::solver_failed;
     else if (!finite(host_flags[static_cast<std::size_t>(count) + i]))
       results[i].status = RootStatus::non_finite;
   }

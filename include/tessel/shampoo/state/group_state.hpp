@@ -1,5 +1,5 @@
-// What a Shampoo optimizer keeps per batch group, in the memory of its executor (Backend<X>,
-// step/backend.hpp): for each preconditioned mode the factor matrices in their stored dtype (bf16,
+// What a Shampoo optimizer keeps per batch group, in the memory of its executor (exec::Memory<X>,
+// exec/memory.hpp): for each preconditioned mode the factor matrices in their stored dtype (bf16,
 // f16, f32 or f64) and the inverse roots in T, (count, d, d) each; the filtered gradient, momentum
 // and grafting accumulator, (count, block...) each when in use; and the step's scratch (gathered
 // gradients, the direction and two preconditioning buffers). Also the host-side bookkeeping: the
@@ -14,9 +14,9 @@
 #include "../../core/dtype.hpp"
 #include "../../core/error.hpp"
 #include "../../core/float16.hpp"
+#include "../../exec/memory.hpp"
 #include "../plan/plan.hpp"
 #include "../plan/segments.hpp"
-#include "../step/backend.hpp"
 #include "quantized.hpp"
 
 namespace tessel::shampoo {
@@ -24,13 +24,13 @@ namespace tessel::shampoo {
 template <class T, class X>
 struct GroupState {
   template <class U>
-  using Buffer = typename Backend<X>::template Buffer<U>;
+  using Buffer = typename exec::Memory<X>::template Buffer<U>;
 
   // One preconditioned mode: the factors as stored, and the inverse roots.
   struct Mode {
-    index_t dim = 0;      // the block mode
-    index_t d = 0;        // its extent
-    double root = 2.0;    // 1 / exponent
+    index_t dim = 0;    // the block mode
+    index_t d = 0;      // its extent
+    double root = 2.0;  // 1 / exponent
     DType dtype = DType::f32;
     Buffer<std::byte> factors;  // count * d * d elements of dtype
     Buffer<T> inverse_roots;    // count * d * d
@@ -48,10 +48,10 @@ struct GroupState {
   Buffer<T> filtered, momentum, grafting;  // count * numel each, when in use
   Buffer<T> staged_momentum;               // a distributed step's momentum until it commits
   Buffer<T> grad, direction, search, spare;
-  Buffer<T> scale;     // per slot: the grafting rescale
-  Buffer<double> per_slot;  // per slot and mode: the bound inputs, then the norms
-  std::vector<index_t> blocks;    // plan block of each slot
-  std::vector<index_t> failures;  // consecutive failed amortized computations, per slot
+  Buffer<T> scale;                  // per slot: the grafting rescale
+  Buffer<double> per_slot;          // per slot and mode: the bound inputs, then the norms
+  std::vector<index_t> blocks;      // plan block of each slot
+  std::vector<index_t> failures;    // consecutive failed amortized computations, per slot
   std::vector<std::string> errors;  // this step's, per slot
   std::vector<SegmentPlan> segments;
 };

@@ -3,10 +3,10 @@
 // modes), and by Cauchy-Schwarz |sum g_i. g_j.| <= sqrt(r_i r_j) <= max_i r_i with r_i = sum g_i.^2
 // (the diagonal of G G^T), so |new F_ij| <= beta2 max|F| + w max_i r_i =: bound. The factor
 // 1 + (m + 4) eps covers the rounding in T of those sums of m + 1 terms (m = numel / d); the result
-// must fit T and the stored dtype. On amortized steps the root is computed from F / bias_correction2,
-// so bound / bias_correction2 must fit T too. A factor that already holds NaN or Inf (only a loaded
-// state can), or a NaN bound (a NaN parameter under L2 weight decay), is left to the inverse-root
-// computation's check.
+// must fit T and the stored dtype. On amortized steps the root is computed from F /
+// bias_correction2, so bound / bias_correction2 must fit T too. A factor that already holds NaN or
+// Inf (only a loaded state can), or a NaN bound (a NaN parameter under L2 weight decay), is left to
+// the inverse-root computation's check.
 //   factor_bound_inputs: max|F| and max_i r_i per slot, two reductions on the executor;
 //   factor_bound_error:  the decision and its sentence, on the host.
 #pragma once
@@ -18,11 +18,11 @@
 
 #include "../../core/dtype.hpp"
 #include "../../core/layout.hpp"
+#include "../../exec/memory.hpp"
 #include "../../expr/cast.hpp"
 #include "../../expr/math.hpp"
 #include "../../expr/reduce.hpp"
 #include "../options.hpp"
-#include "backend.hpp"
 #include "factors.hpp"
 #include "scalars.hpp"
 
@@ -60,15 +60,15 @@ namespace stages {
 template <class X, class U, class T>
 void factor_bound_inputs(X const& x, U const* stored, T const* g, index_t count,
                          Extents const& block, index_t k, double* out) {
-  using B = Backend<X>;
+  using B = exec::Memory<X>;
   auto const a = detail::around_mode(block, k);
   index_t const numel = a.outer * a.d * a.inner;
   auto const f = B::view(stored, make_layout(make_shape(count, a.d * a.d)));
   assign(B::view(out, make_layout(make_shape(count))), max(abs(cast<double>(f)), mode<1>), x);
   // Row i of mode k of a block: the (P, S) elements g[p, i, s], one hierarchical mode.
-  auto const rows = B::view(
-      g, make_layout(make_shape(count, a.d, make_shape(a.outer, a.inner)),
-                     make_stride(numel, a.inner, make_stride(a.d * a.inner, Int<1>{}))));
+  auto const rows =
+      B::view(g, make_layout(make_shape(count, a.d, make_shape(a.outer, a.inner)),
+                             make_stride(numel, a.inner, make_stride(a.d * a.inner, Int<1>{}))));
   assign(B::view(out + count, make_layout(make_shape(count))),
          max(sum(cast<double>(rows) * cast<double>(rows), mode<2>), mode<1>), x);
 }
@@ -78,29 +78,27 @@ void factor_bound_inputs(X const& x, U const* stored, T const* g, index_t count,
 // The sentence for factor j (of mode k) of block `block` of parameter `param` at step `step` when
 // the step could overflow it, or empty. largest_f = max|F|, largest_r = max_i r_i, m = numel / d.
 template <class T>
-std::string factor_bound_error(std::size_t j, index_t k, index_t param, index_t block,
-                               index_t step, double largest_f, double largest_r, index_t m,
-                               DType stored, StepScalars<T> const& s) {
+std::string factor_bound_error(std::size_t j, index_t k, index_t param, index_t block, index_t step,
+                               double largest_f, double largest_r, index_t m, DType stored,
+                               StepScalars<T> const& s) {
   if (!std::isfinite(largest_f)) return {};
   double const largest_t = static_cast<double>(std::numeric_limits<T>::max());
   double const beta2 = static_cast<double>(s.beta2);
   double const weight = static_cast<double>(s.weight);
   double const bound = beta2 * largest_f + weight * largest_r;
   if (std::isnan(bound)) return {};  // a NaN parameter under L2 decay: left to the root's check
-  double const rounding =
-      1.0 + (static_cast<double>(m) + 4.0) * std::numeric_limits<T>::epsilon();
+  double const rounding = 1.0 + (static_cast<double>(m) + 4.0) * std::numeric_limits<T>::epsilon();
   double const largest_stored = detail::largest_finite(stored);
   bool const stored_is_narrower = largest_stored < largest_t;
   double const limit = stored_is_narrower ? largest_stored : largest_t;
   DType const limiting = stored_is_narrower ? stored : dtype_of_v<T>;
   auto const failure = [&](double reach, DType dtype, double largest, char const* how) {
-    return detail::sentence("factor matrix ", j, " of ", detail::block_name(param, block),
-                            " would overflow at step ", step, ": ", how, reach, " (",
-                            detail::shortest_text(s.beta2), " times its largest magnitude ",
-                            largest_f, " plus ", detail::shortest_text(s.weight),
-                            " times the gradient's largest squared norm along mode ", k, ", ",
-                            largest_r, "), more than ", dtype_name(dtype), " holds (", largest,
-                            "); nothing was changed.");
+    return detail::sentence(
+        "factor matrix ", j, " of ", detail::block_name(param, block), " would overflow at step ",
+        step, ": ", how, reach, " (", detail::shortest_text(s.beta2),
+        " times its largest magnitude ", largest_f, " plus ", detail::shortest_text(s.weight),
+        " times the gradient's largest squared norm along mode ", k, ", ", largest_r,
+        "), more than ", dtype_name(dtype), " holds (", largest, "); nothing was changed.");
   };
   if (!(bound * rounding <= limit))
     return failure(bound, limiting, limit, "its entries could reach ");

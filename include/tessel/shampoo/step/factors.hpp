@@ -12,9 +12,9 @@
 
 #include "../../core/layout.hpp"
 #include "../../exec/dense.hpp"
+#include "../../exec/memory.hpp"
 #include "../../tensor/views.hpp"
 #include "../plan/plan.hpp"
-#include "backend.hpp"
 
 namespace tessel::shampoo {
 
@@ -43,23 +43,23 @@ namespace stages {
 template <class X, class T>
 void accumulate_factor(X const& x, T* factor, T const* g, index_t count, Extents const& block,
                        index_t k, T beta2, T w) {
-  using B = Backend<X>;
+  using B = exec::Memory<X>;
   auto const a = detail::around_mode(block, k);
   index_t const numel = a.outer * a.d * a.inner;
   auto const f = B::view(factor, make_layout(make_shape(count, a.d, a.d)));
   if (a.inner == 1) {
     // G (P, d) per slot, seen as its transpose (d, P): column-major.
-    auto const gt = B::view(g, make_layout(make_shape(count, a.d, a.outer),
-                                           make_stride(numel, Int<1>{}, a.d)));
+    auto const gt =
+        B::view(g, make_layout(make_shape(count, a.d, a.outer), make_stride(numel, Int<1>{}, a.d)));
     syrk(x, f, gt, {.alpha = static_cast<double>(w), .beta = static_cast<double>(beta2)});
     return;
   }
   for (index_t p = 0; p < a.outer; ++p) {
-    auto const slice = B::view(g + p * a.d * a.inner,
-                               make_layout(make_shape(count, a.d, a.inner),
-                                           make_stride(numel, a.inner, Int<1>{})));
+    auto const slice = B::view(
+        g + p * a.d * a.inner,
+        make_layout(make_shape(count, a.d, a.inner), make_stride(numel, a.inner, Int<1>{})));
     syrk(x, f, slice,
-               {.alpha = static_cast<double>(w), .beta = p == 0 ? static_cast<double>(beta2) : 1.0});
+         {.alpha = static_cast<double>(w), .beta = p == 0 ? static_cast<double>(beta2) : 1.0});
   }
 }
 
@@ -68,12 +68,13 @@ void accumulate_factor(X const& x, T* factor, T const* g, index_t count, Extents
 template <class X, class T>
 void mode_product(X const& x, T const* in, T* out, T const* q, index_t count, Extents const& block,
                   index_t k) {
-  using B = Backend<X>;
+  using B = exec::Memory<X>;
   auto const a = detail::around_mode(block, k);
   index_t const numel = a.outer * a.d * a.inner;
   auto const qs = B::view(q, make_layout(make_shape(count, a.d, a.d)));
   if (a.inner == 1) {
-    auto const layout = make_layout(make_shape(count, a.outer, a.d), make_stride(numel, a.d, Int<1>{}));
+    auto const layout =
+        make_layout(make_shape(count, a.outer, a.d), make_stride(numel, a.d, Int<1>{}));
     gemm(x, B::view(out, layout), B::view(in, layout), qs);
     return;
   }
@@ -81,7 +82,7 @@ void mode_product(X const& x, T const* in, T* out, T const* q, index_t count, Ex
       make_layout(make_shape(count, a.d, a.inner), make_stride(numel, a.inner, Int<1>{}));
   for (index_t p = 0; p < a.outer; ++p)
     gemm(x, B::view(out + p * a.d * a.inner, layout), permute<0, 2, 1>(qs),
-               B::view(in + p * a.d * a.inner, layout));
+         B::view(in + p * a.d * a.inner, layout));
 }
 
 }  // namespace stages
