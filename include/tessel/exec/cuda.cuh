@@ -111,8 +111,7 @@ struct temporary_element<tessel::detail::TensorLeaf<V>> {
 // A reduction, row operation or non-coalescable leaf evaluated into a device temporary.
 template <class Node>
 auto materialize(Node const& node, Cuda const& x) {
-  auto tmp =
-      device_temporary<typename temporary_element<Node>::type>(node.shape(), stream_of(x));
+  auto tmp = device_temporary<typename temporary_element<Node>::type>(node.shape(), stream_of(x));
   run_assignment(tmp.view, node, x);
   return tmp;
 }
@@ -212,7 +211,7 @@ void launch_elementwise(Nest const& nest, D const& d, Ev const& ev, index_t tota
     return check_launch("launching the elementwise kernel");
   if (nest.rank == 1) {
     kernels::elementwise_linear_kernel<<<grid_blocks(total, threads), threads, 0, stream>>>(d, ev,
-                                                                                           total);
+                                                                                            total);
     return check_launch("launching the elementwise kernel");
   }
   if (fits<std::uint32_t>(total + index_t{grid_blocks(total, threads)} * threads)) {
@@ -382,7 +381,7 @@ void run_row_op(DV const& dst, Node const& node, Cuda const& x) {
   using In = typename Node::input_type;
   using T = std::remove_cv_t<typename DV::element_type>;
   constexpr std::size_t R = In::rank;
-  constexpr bool log = std::is_same_v<typename Node::kind, rowop::LogSoftmax>;
+  constexpr bool log = Node::kind::log;
   auto const shape = node.input.shape();
   index_t const total = tessel::detail::shape_size(shape);
   if (total == 0) return;
@@ -428,8 +427,8 @@ void run_assignment(DV const& dst, Node const& node, Cuda const& x) {
   auto const dshape = tessel::detail::logical_shape(dst);
   if (!tessel::detail::broadcasts_to(node.shape(), dshape))
     throw_error(sentence("cannot assign an expression of shape ",
-                         tessel::detail::shape_string(node.shape()), " to a tensor of shape ",
-                         tessel::detail::shape_string(dshape), "."));
+                         tessel::detail::shape_text(node.shape()), " to a tensor of shape ",
+                         tessel::detail::shape_text(dshape), "."));
   if constexpr (Node::rank > tessel::detail::tensor_rank<DV>()) {
     return;  // unreachable: broadcasts_to is false when the expression has more modes
   } else if constexpr (materialized_v<Node>) {

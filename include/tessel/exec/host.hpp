@@ -232,14 +232,6 @@ void run_elementwise_assignment(DV const& dst, Node const& node, X const& execut
   pass(dst.data());
 }
 
-template <class Kind>
-constexpr char const* reduction_name() {
-  if constexpr (std::is_same_v<Kind, reduction::Max>) return "max";
-  if constexpr (std::is_same_v<Kind, reduction::Min>) return "min";
-  if constexpr (std::is_same_v<Kind, reduction::Argmax>) return "argmax";
-  return "reduction";
-}
-
 // What both executors do before lowering a reduction. Returns false when nothing is left to
 // launch: an empty output, or reduced modes that are all empty, whose value (sum 0, mean NaN,
 // logsumexp -inf) `fill(value_leaf)` assigns. max, min and argmax of nothing have no value: they
@@ -252,15 +244,13 @@ bool prepare_reduction(Node const& node, Fill&& fill) {
   auto const shape = node.input.shape();
   if (tessel::detail::shape_size(node.shape()) == 0) return false;
   if (tessel::detail::shape_size(shape) != 0) return true;
-  if constexpr (std::is_same_v<Kind, reduction::Max> || std::is_same_v<Kind, reduction::Min> ||
-                std::is_same_v<Kind, reduction::Argmax>) {
+  if constexpr (!Kind::defined_when_empty) {
     if constexpr (Node::over_all) {
-      throw_error(sentence("cannot take the ", reduction_name<Kind>(),
-                           " of an empty expression of shape ", tessel::detail::shape_string(shape),
-                           "."));
+      throw_error(sentence("cannot take the ", Kind::name, " of an empty expression of shape ",
+                           tessel::detail::shape_text(shape), "."));
     } else {
-      throw_error(sentence("cannot take the ", reduction_name<Kind>(), " over mode ", Node::axis,
-                           " of an expression of shape ", tessel::detail::shape_string(shape),
+      throw_error(sentence("cannot take the ", Kind::name, " over mode ", Node::axis,
+                           " of an expression of shape ", tessel::detail::shape_text(shape),
                            ", which has extent 0."));
     }
   } else {
@@ -391,7 +381,7 @@ void run_row_op(DV const& dst, Node const& node, X const& executor) {
         // The second pass is the elementwise expression exp(x - lse) (or x - lse) over the row.
         auto shifted =
             MapEval<ops::Sub, decltype(row), ScalarEval<V>>{{}, {row, ScalarEval<V>{lse}}};
-        if constexpr (std::is_same_v<typename Node::kind, rowop::Softmax>) {
+        if constexpr (!Node::kind::log) {
           auto out = MapEval<ops::Exp, decltype(shifted)>{{}, {shifted}};
           elementwise_range(nest, nest.outer, 0, inner, dd, out, write_contiguous);
         } else {
@@ -419,8 +409,8 @@ void run_assignment(DV const& dst, Node const& node, X const& executor) {
   auto const dshape = tessel::detail::logical_shape(dst);
   if (!tessel::detail::broadcasts_to(node.shape(), dshape))
     throw_error(sentence("cannot assign an expression of shape ",
-                         tessel::detail::shape_string(node.shape()), " to a tensor of shape ",
-                         tessel::detail::shape_string(dshape), "."));
+                         tessel::detail::shape_text(node.shape()), " to a tensor of shape ",
+                         tessel::detail::shape_text(dshape), "."));
   if constexpr (Node::rank > tessel::detail::tensor_rank<DV>()) {
     return;  // unreachable: broadcasts_to is false when the expression has more modes
   } else if constexpr (materialized_v<Node>) {
@@ -469,7 +459,7 @@ auto item(Src const& src) {
   auto e = as_expr(src);
   index_t const n = detail::shape_size(e.shape());
   check(n == 1, "item() needs an expression with one element, not one of shape ",
-        detail::shape_string(e.shape()), ".");
+        detail::shape_text(e.shape()), ".");
   auto tmp = exec::detail::make_compact<typename decltype(e)::value_type>(e.shape());
   auto v = detail::view_of(tmp);
   exec::detail::run_assignment(v, e, exec::Auto{});

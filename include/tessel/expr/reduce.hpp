@@ -20,14 +20,34 @@
 
 namespace tessel {
 
-// The reduction kinds (tags; exec/body/reduce_ops.hpp has their arithmetic).
+// The reduction kinds (tags; exec/body/reduce_ops.hpp has their arithmetic). Each says what
+// every executor needs to know of it: its name in sentences, and whether it has a value over no
+// elements (sum 0, mean NaN, logsumexp -inf) or must refuse an empty mode (max, min, argmax).
 namespace reduction {
-struct Sum {};
-struct Max {};
-struct Min {};
-struct Mean {};
-struct Argmax {};
-struct LogSumExp {};
+struct Sum {
+  static constexpr char const* name = "sum";
+  static constexpr bool defined_when_empty = true;
+};
+struct Max {
+  static constexpr char const* name = "max";
+  static constexpr bool defined_when_empty = false;
+};
+struct Min {
+  static constexpr char const* name = "min";
+  static constexpr bool defined_when_empty = false;
+};
+struct Mean {
+  static constexpr char const* name = "mean";
+  static constexpr bool defined_when_empty = true;
+};
+struct Argmax {
+  static constexpr char const* name = "argmax";
+  static constexpr bool defined_when_empty = false;
+};
+struct LogSumExp {
+  static constexpr char const* name = "logsumexp";
+  static constexpr bool defined_when_empty = true;
+};
 }  // namespace reduction
 
 namespace detail {

@@ -12,9 +12,14 @@
 
 namespace tessel {
 
+// The row operations: x - logsumexp(x) along the mode, exponentiated (softmax) or not.
 namespace rowop {
-struct Softmax {};
-struct LogSoftmax {};
+struct Softmax {
+  static constexpr bool log = false;
+};
+struct LogSoftmax {
+  static constexpr bool log = true;
+};
 }  // namespace rowop
 
 namespace detail {

@@ -13,9 +13,15 @@
 
 namespace tessel::exec {
 
+// How the host's packet path reduces an operator (exec/host/packet.hpp): with packet additions,
+// packet maxima / minima, the per-lane online logsumexp, or not at all (the scalar body then).
+enum class PacketForm { none, sum, max, min, logsumexp };
+
 // Sum in T (the result type: 64-bit integers, or the floating type).
 template <class T>
 struct SumOp {
+  using value_type = T;  // the element type it reduces
+  static constexpr PacketForm packet_form = PacketForm::sum;
   using state_type = T;
   TESSEL_HOST_DEVICE constexpr T identity() const { return T(0); }
   template <class V>
@@ -29,6 +35,8 @@ struct SumOp {
 // Mean: a sum in the floating type T divided by the count (NaN for an empty mode).
 template <class T>
 struct MeanOp {
+  using value_type = T;  // the element type it reduces
+  static constexpr PacketForm packet_form = PacketForm::sum;
   using state_type = T;
   TESSEL_HOST_DEVICE constexpr T identity() const { return T(0); }
   template <class V>
@@ -59,6 +67,8 @@ TESSEL_HOST_DEVICE constexpr T highest_value() {
 // Maximum; NaN propagates. The identity is -inf (the lowest value for integers).
 template <class T>
 struct MaxOp {
+  using value_type = T;  // the element type it reduces
+  static constexpr PacketForm packet_form = PacketForm::max;
   using state_type = T;
   TESSEL_HOST_DEVICE constexpr T identity() const { return lowest_value<T>(); }
   TESSEL_HOST_DEVICE constexpr T update(T s, T x, index_t) const { return math::max(s, x); }
@@ -69,6 +79,8 @@ struct MaxOp {
 // Minimum; NaN propagates.
 template <class T>
 struct MinOp {
+  using value_type = T;  // the element type it reduces
+  static constexpr PacketForm packet_form = PacketForm::min;
   using state_type = T;
   TESSEL_HOST_DEVICE constexpr T identity() const { return highest_value<T>(); }
   TESSEL_HOST_DEVICE constexpr T update(T s, T x, index_t) const { return math::min(s, x); }
@@ -86,6 +98,8 @@ struct ArgState {
 // NaN wins), as torch.argmax does. An empty mode gives -1.
 template <class T>
 struct ArgmaxOp {
+  using value_type = T;  // the element type it reduces
+  static constexpr PacketForm packet_form = PacketForm::none;
   using state_type = ArgState<T>;
   TESSEL_HOST_DEVICE constexpr ArgState<T> identity() const { return {lowest_value<T>(), -1}; }
   TESSEL_HOST_DEVICE constexpr ArgState<T> update(ArgState<T> s, T x, index_t i) const {
@@ -115,6 +129,8 @@ struct LseState {
 // @post finalize(state) == log(sum_i exp(x_i)) up to rounding; -inf for no element or all -inf
 template <class T>
 struct LogSumExpOp {
+  using value_type = T;  // the element type it reduces
+  static constexpr PacketForm packet_form = PacketForm::logsumexp;
   static_assert(std::is_floating_point_v<T>, "tessel: logsumexp computes in a floating type.");
   using state_type = LseState<T>;
 
@@ -160,6 +176,7 @@ struct Pair {
 // @post finalize(s, n) == Pair{OpA.finalize(s.first, n), OpB.finalize(s.second, n)}
 template <class OpA, class OpB>
 struct PairOp {
+  static constexpr PacketForm packet_form = PacketForm::none;
   using state_type = Pair<typename OpA::state_type, typename OpB::state_type>;
 
   OpA op_a{};

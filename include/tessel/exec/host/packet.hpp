@@ -457,13 +457,16 @@ P lane_mask(index_t count) {
   return ei::pcmp_lt(ei::plset<P>(S(0)), ei::pset1<P>(static_cast<S>(count)));
 }
 
+// Op has a packet form (its trait, exec/body/reduce_ops.hpp) and reduces elements of type S.
 template <class S, class Op>
-inline constexpr bool packet_reducible_v = vectorizable_v<S> &&
-                                           (std::is_same_v<Op, SumOp<S>> ||
-                                            std::is_same_v<Op, MeanOp<S>> ||
-                                            std::is_same_v<Op, MaxOp<S>> ||
-                                            std::is_same_v<Op, MinOp<S>> ||
-                                            std::is_same_v<Op, LogSumExpOp<S>>);
+constexpr bool packet_reducible() {
+  if constexpr (Op::packet_form == PacketForm::none)
+    return false;
+  else
+    return vectorizable_v<S> && std::is_same_v<typename Op::value_type, S>;
+}
+template <class S, class Op>
+inline constexpr bool packet_reducible_v = packet_reducible<S, Op>();
 
 // Prefetches the cache lines each contiguous leaf of ev will read `ahead` elements from now.
 template <class T, std::size_t K>
@@ -515,7 +518,7 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const& ev, index_t be
   using P = packet_t<S>;
   constexpr index_t W = packet_width<S>;
   alignas(64) S a[W];
-  if constexpr (std::is_same_v<Op, SumOp<S>> || std::is_same_v<Op, MeanOp<S>>) {
+  if constexpr (Op::packet_form == PacketForm::sum) {
     P acc[4] = {ei::pzero(P{}), ei::pzero(P{}), ei::pzero(P{}), ei::pzero(P{})};
     packet_scan<S, Contiguous>(ev, begin, end, S(0), [&](P x0, P x1, P x2, P x3) {
       acc[0] = ei::padd(acc[0], x0);
@@ -524,8 +527,8 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const& ev, index_t be
       acc[3] = ei::padd(acc[3], x3);
     });
     return ei::predux(ei::padd(ei::padd(acc[0], acc[1]), ei::padd(acc[2], acc[3])));
-  } else if constexpr (std::is_same_v<Op, MaxOp<S>> || std::is_same_v<Op, MinOp<S>>) {
-    constexpr bool is_max = std::is_same_v<Op, MaxOp<S>>;
+  } else if constexpr (Op::packet_form == PacketForm::max || Op::packet_form == PacketForm::min) {
+    constexpr bool is_max = Op::packet_form == PacketForm::max;
     auto combine = [](P const& u, P const& v) {
       if constexpr (is_max) {
         return ei::pmax<Eigen::PropagateNaN>(u, v);
@@ -546,7 +549,8 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const& ev, index_t be
     for (index_t l = 0; l < W; ++l) s = op(s, a[l]);
     return s;
   } else {
-    static_assert(std::is_same_v<Op, LogSumExpOp<S>>, "tessel: internal: no packet reduction.");
+    static_assert(Op::packet_form == PacketForm::logsumexp,
+                  "tessel: internal: no packet reduction for this operator.");
     // Per lane: a running max m and a sum s of exp(x - sh), sh = shift(m) (m when finite, else
     // 0). A group of four packets rescales s only when some lane's maximum grows, so after the
     // first groups of a row there is one exp per element. A NaN never raises m (comparisons with
