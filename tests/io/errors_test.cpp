@@ -37,9 +37,9 @@ TEST(IoErrors, AShapeWhoseElementCountOverflowsIsRejected) {
   a.dtype = DType::u8;
   a.shape = {std::int64_t{1} << 32, std::int64_t{1} << 32};
   EXPECT_EQ(error_of([&] { (void)a.numel(); }),
-            "the number of elements of shape (4294967296, 4294967296) overflows int64.");
+            "the number of elements of shape (4294967296,4294967296) overflows int64.");
   EXPECT_EQ(error_of([&] { (void)a.as<float>(); }),
-            "the number of elements of shape (4294967296, 4294967296) overflows int64.");
+            "the number of elements of shape (4294967296,4294967296) overflows int64.");
 }
 
 TEST(IoErrors, AnInvalidDTypeValueIsNamedAndNothingIsWritten) {

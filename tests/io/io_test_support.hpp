@@ -1,5 +1,5 @@
-// Helpers for the io tests: a private temporary directory per test (ctest runs tests in
-// parallel), whole-file reads, byte-string builders and the text of a thrown tessel::Error.
+// Helpers for the io tests: whole-file reads, byte-string builders and the text of a thrown
+// tessel::Error.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,44 +20,11 @@
 #include <tessel/core/error.hpp>
 
 #include "support/error_of.hpp"
+#include "support/temp_dir.hpp"
 
 namespace tessel::test_support {
 
-class TempDir {
- public:
-  TempDir() {
-    auto const* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "tessel-";
-    name += info ? std::string(info->test_suite_name()) + "-" + info->name() : "test";
-    // Appended piece by piece: g++ 12 at -O3 reports a false -Wrestrict for "-" + std::string.
-    name += '-';
-    name += std::to_string(std::random_device{}());
-    path_ = std::filesystem::temp_directory_path() / name;
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(TempDir const&) = delete;
-  TempDir& operator=(TempDir const&) = delete;
-
-  std::filesystem::path const& path() const { return path_; }
-  std::filesystem::path operator/(std::string_view name) const { return path_ / name; }
-
-  // The names in the directory, sorted: shows leftover temporary files.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (auto const& e : std::filesystem::directory_iterator(path_)) {
-      names.push_back(e.path().filename().string());
-    }
-    std::ranges::sort(names);
-    return names;
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using test::TempDir;
 
 inline std::vector<std::byte> to_bytes(std::string_view s) {
   std::vector<std::byte> out(s.size());

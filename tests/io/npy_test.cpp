@@ -427,13 +427,13 @@ TEST(NpyErrors, DataSizeOverflow) {
   EXPECT_EQ(
       parse_error(npy_file(
           1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296)}", "")),
-      "T.npy has shape (4294967296, 4294967296) of f64, whose size in bytes overflows "
+      "T.npy has shape (4294967296,4294967296) of f64, whose size in bytes overflows "
       "int64.");
   // numel fits, numel * itemsize does not.
   EXPECT_EQ(
       parse_error(npy_file(
           1, "{'descr': '<i2', 'fortran_order': False, 'shape': (4611686018427387904,)}", "")),
-      "T.npy has shape (4611686018427387904,) of i16, whose size in bytes overflows int64.");
+      "T.npy has shape (4611686018427387904) of i16, whose size in bytes overflows int64.");
 }
 
 TEST(NpyErrors, TruncatedOrTrailingData) {
@@ -514,27 +514,27 @@ TEST(NpyFiles, WriteErrorsLeaveNoFileBehind) {
   EXPECT_EQ(error_of([&] {
               write_npy(p, DType::f32, Shape{2, -3}, data.data());
             }),
-            "cannot write " + name + ": shape (2, -3) has a negative extent.");
+            "cannot write " + name + ": shape (2,-3) has a negative extent.");
   EXPECT_EQ(
       error_of([&] {
         write_npy(p, DType::f32, Shape{std::int64_t{1} << 40, std::int64_t{1} << 40}, data.data());
       }),
       "cannot write " + name +
-          ": the size in bytes of shape (1099511627776, 1099511627776) of f32 overflows "
+          ": the size in bytes of shape (1099511627776,1099511627776) of f32 overflows "
           "int64.");
   EXPECT_EQ(error_of([&] { write_npy(p, static_cast<DType>(99), Shape{2}, data.data()); }),
             "cannot write " + name + ": invalid dtype value 99.");
   EXPECT_EQ(error_of([&] {
               write_npy(p, DType::f32, Shape{2, 3}, nullptr);
             }),
-            "cannot write " + name + ": data is null but shape (2, 3) has 6 elements.");
+            "cannot write " + name + ": data is null but shape (2,3) has 6 elements.");
   EXPECT_EQ(error_of([&] {
               write_npy(p, Shape{2, 3}, std::vector<float>(5));
             }),
-            "cannot write " + name + ": shape (2, 3) has 6 elements but 5 values were given.");
+            "cannot write " + name + ": shape (2,3) has 6 elements but 5 values were given.");
   NpyArray bad{DType::f32, {2}, std::vector<std::byte>(7)};
   EXPECT_EQ(error_of([&] { write_npy(p, bad); }),
-            "the NpyArray holds 7 bytes of data, but shape (2,) of f32 needs 8.");
+            "the NpyArray holds 7 bytes of data, but shape (2) of f32 needs 8.");
   EXPECT_TRUE(dir.entries().empty());
   // An empty array needs no data pointer.
   write_npy(p, DType::f32, Shape{0, 3}, nullptr);
@@ -637,9 +637,9 @@ TEST(NpyArrayAs, ThrowsWhenAnIntegerTypeCannotHoldAValue) {
 TEST(NpyArrayAs, ChecksTheDataAgainstTheShape) {
   NpyArray const a{DType::f32, {2}, std::vector<std::byte>(7)};
   EXPECT_EQ(error_of([&] { (void)a.as<float>(); }),
-            "the NpyArray holds 7 bytes of data, but shape (2,) of f32 needs 8.");
+            "the NpyArray holds 7 bytes of data, but shape (2) of f32 needs 8.");
   NpyArray const b{DType::f32, {2, -1}, {}};
-  EXPECT_EQ(error_of([&] { (void)b.numel(); }), "shape (2, -1) has a negative extent.");
+  EXPECT_EQ(error_of([&] { (void)b.numel(); }), "shape (2,-1) has a negative extent.");
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ TEST(SafetensorsWrite, MakesEntriesFromTypedValues) {
   EXPECT_EQ(error_of([] {
               (void)make_safetensors_entry("w", {2, 3}, std::vector<int>(5));
             }),
-            "tensor \"w\" has shape (2, 3) of 6 elements but 5 values were given.");
+            "tensor \"w\" has shape (2,3) of 6 elements but 5 values were given.");
 }
 
 TEST(SafetensorsWrite, RejectsInvalidFilesAndLeavesNoFileBehind) {
@@ -150,13 +150,13 @@ TEST(SafetensorsWrite, RejectsInvalidFilesAndLeavesNoFileBehind) {
   EXPECT_EQ(error({{}, {entry("__metadata__", DType::u8, {1}, "a")}}),
             head + "\"__metadata__\" is reserved for the metadata and cannot name a tensor.");
   EXPECT_EQ(error({{}, {entry("w", DType::f32, {2, 3}, std::string(20, '\0'))}}),
-            head + "tensor \"w\" holds 20 bytes of data but shape (2, 3) of F32 needs 24.");
+            head + "tensor \"w\" holds 20 bytes of data but shape (2,3) of F32 needs 24.");
   EXPECT_EQ(error({{}, {entry("w", DType::f32, {2, -3}, "")}}),
-            head + "tensor \"w\" has shape (2, -3), which has a negative extent.");
+            head + "tensor \"w\" has shape (2,-3), which has a negative extent.");
   EXPECT_EQ(
       error({{}, {entry("w", DType::f32, {std::int64_t{1} << 40, std::int64_t{1} << 40}, "")}}),
       head +
-          "tensor \"w\" holds 0 bytes of data but shape (1099511627776, 1099511627776) of "
+          "tensor \"w\" holds 0 bytes of data but shape (1099511627776,1099511627776) of "
           "F32 needs more than 2^63.");
   EXPECT_EQ(error({{}, {entry("w", static_cast<DType>(42), {1}, "")}}),
             head + "tensor \"w\" has the invalid dtype value 42.");
@@ -231,7 +231,7 @@ TEST(SafetensorsRead, LooksTensorsUpByName) {
 TEST(SafetensorsRead, EntriesCheckTheirDataWhenConverting) {
   SafetensorsEntry const e = entry("w", DType::f32, {2}, "1234567");
   EXPECT_EQ(error_of([&] { (void)e.as<float>(); }),
-            "tensor \"w\" holds 7 bytes of data, but shape (2,) of f32 needs 8.");
+            "tensor \"w\" holds 7 bytes of data, but shape (2) of f32 needs 8.");
 }
 
 TEST(SafetensorsRead, FileErrorsNameThePath) {
@@ -346,12 +346,12 @@ TEST(SafetensorsErrors, Entries) {
 
 TEST(SafetensorsErrors, SizesAndOffsets) {
   EXPECT_EQ(header_error(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", 20),
-            "ckpt.safetensors is corrupted: tensor \"w\" has data_offsets [0, 20] but shape (2, 3) "
+            "ckpt.safetensors is corrupted: tensor \"w\" has data_offsets [0, 20] but shape (2,3) "
             "of F32 needs 24 bytes.");
   EXPECT_EQ(
       header_error(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})"),
       corrupted +
-          "tensor \"w\" has shape (4294967296, 4294967296) of F32, whose size in bytes "
+          "tensor \"w\" has shape (4294967296,4294967296) of F32, whose size in bytes "
           "overflows int64.");
   EXPECT_EQ(header_error(R"({"a":{"dtype":"F32","shape":[6],"data_offsets":[0,24]},)"
                          R"("b":{"dtype":"F32","shape":[6],"data_offsets":[16,40]}})",

@@ -81,7 +81,7 @@ TEST(ShampooCli, InverseRootErrors) {
   EXPECT_NE(r.status, 0);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "tessel: " + (dir / "A.npy").string() +
-                       " holds an array of shape (2, 3); inv-root needs a square matrix.\n");
+                       " holds an array of shape (2,3); inv-root needs a square matrix.\n");
   EXPECT_FALSE(std::filesystem::exists(dir / "B.npy"));
   r = run_cli(dir, "shampoo inv-root --input " + (dir / "A.npy").string() + " --root 0 --out " +
                        (dir / "B.npy").string());
@@ -140,7 +140,7 @@ TEST(ShampooCli, RunErrors) {
                             (dir / "G.npy").string() + " --out " + (dir / "W1.npy").string();
   auto r = run_cli(dir, "shampoo run" + files);
   EXPECT_EQ(r.err, "tessel: " + (dir / "G.npy").string() +
-                       " has shape (2, 5) but must be [steps, *(2, 3)] for the parameter in " +
+                       " has shape (2,5) but must be [steps, *(2,3)] for the parameter in " +
                        (dir / "W.npy").string() + ".\n");
   r = run_cli(dir, "shampoo run" + files + " --beta1 1");
   EXPECT_EQ(r.err, "tessel: beta1 must be in [0, 1), got 1.\n");

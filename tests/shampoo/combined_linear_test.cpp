@@ -121,10 +121,10 @@ TEST(CombinedLinear, Errors) {
   CombinedLinear<float> layer(3, 2);
   std::vector<float> x(5), y(4);
   EXPECT_EQ(message([&] { layer.forward(x, 2, y); }),
-            "input has 5 elements but must be (2, 3), 6 elements.");
+            "input has 5 elements but must be (2,3), 6 elements.");
   std::vector<float> x6(6), dy(4), dw(7);
   EXPECT_EQ(message([&] { layer.backward(x6, dy, 2, dw); }),
-            "grad_combined has 7 elements but must be (2, 4), 8 elements.");
+            "grad_combined has 7 elements but must be (2,4), 8 elements.");
 }
 
 }  // namespace

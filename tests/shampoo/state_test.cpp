@@ -126,7 +126,7 @@ TEST(ShampooState, LoadErrorsLeaveTheOptimizerAsItWas) {
   misshaped[{"0", "block_0", "shampoo", "factor_matrices", "1"}].shape = {2, 8};
   expect_refused(misshaped,
                  "the state's [\"0\",\"block_0\",\"shampoo\",\"factor_matrices\",\"1\"] has shape "
-                 "(2, 8) but this optimizer keeps (4, 4).");
+                 "(2,8) but this optimizer keeps (4,4).");
 
   auto retyped = good;
   auto& t = retyped[{"1", "block_0", "adagrad"}];

@@ -144,19 +144,18 @@ TEST(TensorNpy, SaveAViewLoadItBack) {
   save_npy(dir / "t.npy", transpose(t.view()));  // written contiguous, shape (3, 2)
   auto back = load_npy<float>(dir / "t.npy");
   EXPECT_EQ(to_vector(back.shape()), (std::vector<std::int64_t>{3, 2}));
-  EXPECT_EQ(std::vector<float>(back.begin(), back.end()),
-            (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(std::vector<float>(back.begin(), back.end()), (std::vector<float>{1, 4, 2, 5, 3, 6}));
   auto fixed = load_npy<double, 2>(dir / "t.npy");  // converted, static rank
   EXPECT_EQ(fixed(2, 1), 6.0);
   NpyArray const raw = read_npy(dir / "t.npy");
   EXPECT_EQ(raw.dtype, DType::f32);
   EXPECT_EQ(error_of([&] { (void)load_npy<float, 3>(dir / "t.npy"); }),
             (dir / "t.npy").string() +
-                " holds an array of shape (3, 2) but load_npy<f32, 3> reads arrays of rank 3.");
+                " holds an array of shape (3,2) but load_npy<f32, 3> reads arrays of rank 3.");
   write_npy(dir / "r9.npy", {1, 1, 1, 1, 1, 1, 1, 1, 2}, std::vector<float>{1, 2});
-  EXPECT_EQ(error_of([&] { (void)load_npy<float>(dir / "r9.npy"); }),
-            (dir / "r9.npy").string() +
-                " holds an array of rank 9; load_npy reads arrays of rank <= 8.");
+  EXPECT_EQ(
+      error_of([&] { (void)load_npy<float>(dir / "r9.npy"); }),
+      (dir / "r9.npy").string() + " holds an array of rank 9; load_npy reads arrays of rank <= 8.");
   EXPECT_EQ((load_npy<float, 9>(dir / "r9.npy")(0, 0, 0, 0, 0, 0, 0, 0, 1)), 2.0f);
   auto flags = make_host_tensor<bool>(make_shape(2));
   flags[1] = true;

@@ -16,6 +16,8 @@
 
 #include <tessel/io/npy.hpp>
 
+#include "support/temp_dir.hpp"
+
 #include "flce/reference.hpp"
 
 #ifndef TESSEL_CLI_PATH
@@ -31,15 +33,6 @@ using namespace tessel::flce::test;
 
 class FlceCli : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto const* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           (std::string("tessel_flce_cli_") + info->name() + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string path(std::string const& name) const { return (dir_ / name).string(); }
 
   template <class T>
@@ -82,14 +75,14 @@ class FlceCli : public ::testing::Test {
 
   std::vector<std::string> outputs_present() const {
     std::vector<std::string> out;
-    for (auto const& e : fs::directory_iterator(dir_)) {
+    for (auto const& e : fs::directory_iterator(dir_.path())) {
       std::string const n = e.path().filename().string();
       if (n.rfind("out_", 0) == 0) out.push_back(n);
     }
     return out;
   }
 
-  fs::path dir_;
+  tessel::test::TempDir const dir_;
 };
 
 ::testing::AssertionResult all_close(std::vector<double> const& got,
@@ -245,7 +238,7 @@ TEST_F(FlceCliErrors, BadFilesAndShapesAreOneSentenceAndWriteNothing) {
       "--input " + path("ints.npy") + " holds i64; FLCE reads float32 or float64 arrays.");
   std::string const w3 = write<double>("w3.npy", {6, 3}, std::vector<double>(18, 0.5));
   expect_failure("--input " + x_ + " --weight " + w3 + " --target " + path("y.npy"),
-                 "--weight " + w3 + " has shape (6, 3) but --input " + x_ + " has hidden size 4.");
+                 "--weight " + w3 + " has shape (6,3) but --input " + x_ + " has hidden size 4.");
   expect_failure("--input " + x_ + " --weight " + w_ + " --target " + path("missing.npy"),
                  read_npy_error(path("missing.npy")));
 }
@@ -257,7 +250,7 @@ TEST_F(FlceCliErrors, TargetsOfTheWrongTypeOrShapeAreOneSentenceAndWriteNothing)
                  "--target " + float_y + " holds f64; FLCE reads int64 (or int32) class indices.");
   write_npy(path("y2.npy"), std::vector<std::int64_t>{2, 4}, std::vector<std::int64_t>(8, 1));
   expect_failure(common + path("y2.npy"),
-                 "--target " + path("y2.npy") + " has shape (2, 4); FLCE needs a 1-D (BT,) array.");
+                 "--target " + path("y2.npy") + " has shape (2,4); FLCE needs a 1-D (BT,) array.");
 }
 
 TEST_F(FlceCliErrors, AnOutputThatCannotBeRenamedIntoPlaceLeavesNoFileBehind) {
@@ -277,7 +270,7 @@ TEST_F(FlceCliErrors, AnOutputThatCannotBeRenamedIntoPlaceLeavesNoFileBehind) {
   std::sort(present.begin(), present.end());
   EXPECT_EQ(present, (std::vector<std::string>{"out_dir.npy", "out_loss.npy"}));
   EXPECT_TRUE(fs::is_directory(dir_ / "out_dir.npy" / "inside"));
-  for (auto const& e : fs::directory_iterator(dir_))
+  for (auto const& e : fs::directory_iterator(dir_.path()))
     EXPECT_NE(e.path().extension(), ".partial") << e.path();
 }
 
@@ -297,7 +290,7 @@ TEST_F(FlceCliErrors, ALaterRenameFailureRestoresTheOutputsRenamedBeforeIt) {
                      path("dx_dir.npy") + ": Is a directory.\n");
   EXPECT_EQ(read_text("kept_loss.npy"), "old bytes");
   EXPECT_TRUE(fs::is_directory(dir_ / "dx_dir.npy" / "inside"));
-  for (auto const& e : fs::directory_iterator(dir_)) {
+  for (auto const& e : fs::directory_iterator(dir_.path())) {
     EXPECT_NE(e.path().extension(), ".partial") << e.path();
     EXPECT_NE(e.path().extension(), ".previous") << e.path();
   }
@@ -316,7 +309,7 @@ TEST_F(FlceCliErrors, AnExistingOutputThatCannotBeMovedAsideIsLeftAsItWas) {
                      path("kept_loss.npy") + ".previous: Is a directory.\n");
   EXPECT_EQ(read_text("kept_loss.npy"), "old bytes");
   EXPECT_TRUE(fs::is_directory(dir_ / "kept_loss.npy.previous" / "inside"));
-  for (auto const& e : fs::directory_iterator(dir_))
+  for (auto const& e : fs::directory_iterator(dir_.path()))
     EXPECT_NE(e.path().extension(), ".partial") << e.path();
 }
 

@@ -92,10 +92,6 @@ double parse_number(std::string_view text, std::string_view option) {
   return value;
 }
 
-std::string shape_text(std::vector<std::int64_t> const& shape) {
-  return tessel::detail::io::shape_repr(shape);
-}
-
 // A float32/float64 array of the given rank, read from `path` (named by `option` in errors).
 NpyArray read_float_array(std::string const& path, char const* option, std::size_t rank,
                           char const* what) {
@@ -104,8 +100,8 @@ NpyArray read_float_array(std::string const& path, char const* option, std::size
     throw_error(sentence(option, " ", path, " holds ", dtype_name(a.dtype),
                          "; FLCE reads float32 or float64 arrays."));
   if (a.shape.size() != rank)
-    throw_error(sentence(option, " ", path, " has shape ", shape_text(a.shape), "; FLCE needs ",
-                         what, "."));
+    throw_error(sentence(option, " ", path, " has shape ", tessel::detail::shape_text(a.shape),
+                         "; FLCE needs ", what, "."));
   return a;
 }
 
@@ -274,8 +270,8 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   auto check_vector = [&](NpyArray const* a, char const* option, std::string const& path,
                           std::int64_t expected, char const* what) {
     if (a && a->shape[0] != expected)
-      throw_error(sentence(option, " ", path, " has shape ", shape_text(a->shape), " but ", what,
-                           " is ", expected, "."));
+      throw_error(sentence(option, " ", path, " has shape ", tessel::detail::shape_text(a->shape),
+                           " but ", what, " is ", expected, "."));
   };
   check_vector(bias, "--bias", o.bias, job.vocab, "the vocabulary size (--weight's rows)");
   check_vector(class_weights, "--class-weights", o.class_weights, job.vocab,
@@ -341,14 +337,14 @@ void run_flce(FlceOptions const& o) {
     throw_error(sentence("--target ", o.target, " holds ", dtype_name(t.dtype),
                          "; FLCE reads int64 (or int32) class indices."));
   if (t.shape.size() != 1)
-    throw_error(sentence("--target ", o.target, " has shape ", shape_text(t.shape),
+    throw_error(sentence("--target ", o.target, " has shape ", tessel::detail::shape_text(t.shape),
                          "; FLCE needs a 1-D (BT,) array."));
   if (w.shape[1] != x.shape[1])
-    throw_error(sentence("--weight ", o.weight, " has shape ", shape_text(w.shape), " but --input ",
-                         o.input, " has hidden size ", x.shape[1], "."));
+    throw_error(sentence("--weight ", o.weight, " has shape ", tessel::detail::shape_text(w.shape),
+                         " but --input ", o.input, " has hidden size ", x.shape[1], "."));
   if (t.shape[0] != x.shape[0])
-    throw_error(sentence("--target ", o.target, " has shape ", shape_text(t.shape), " but --input ",
-                         o.input, " has ", x.shape[0], " rows."));
+    throw_error(sentence("--target ", o.target, " has shape ", tessel::detail::shape_text(t.shape),
+                         " but --input ", o.input, " has ", x.shape[0], " rows."));
   std::unique_ptr<NpyArray> bias, class_weights, grad_rows;
   if (!o.bias.empty())
     bias = std::make_unique<NpyArray>(read_float_array(o.bias, "--bias", 1, "a 1-D (V,) array"));
@@ -367,20 +363,16 @@ void run_flce(FlceOptions const& o) {
           read_float_array(o.grad_output, "--grad-output", 1, "a number or a 1-D (BT,) array"));
   }
   std::vector<std::int64_t> target = t.as<std::int64_t>();
-  switch (dtype) {
-    case DType::f64:
-      return run_flce_typed<double>(o, x, w, std::move(target), bias.get(), class_weights.get(),
-                                    grad_rows.get(), grad_output, cuda);
-    case DType::f16:
-      return run_flce_typed<half>(o, x, w, std::move(target), bias.get(), class_weights.get(),
-                                  grad_rows.get(), grad_output, cuda);
-    case DType::bf16:
-      return run_flce_typed<bfloat16>(o, x, w, std::move(target), bias.get(), class_weights.get(),
-                                      grad_rows.get(), grad_output, cuda);
-    default:
-      return run_flce_typed<float>(o, x, w, std::move(target), bias.get(), class_weights.get(),
-                                   grad_rows.get(), grad_output, cuda);
-  }
+  visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
+    // parse_flce_dtype admitted only these four.
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half> ||
+                  std::is_same_v<T, bfloat16>)
+      run_flce_typed<T>(o, x, w, std::move(target), bias.get(), class_weights.get(),
+                        grad_rows.get(), grad_output, cuda);
+    else
+      throw_error(sentence("--dtype: FLCE computes on f32, f64, f16 or bf16, not ",
+                           dtype_name(dtype), "."));
+  });
 }
 
 }  // namespace

@@ -186,7 +186,7 @@ void run_inv_root(InvRootOptions const& o) {
   NpyArray a = read_npy(o.input);
   if (a.shape.size() != 2 || a.shape[0] != a.shape[1])
     detail::throw_error(detail::sentence(o.input, " holds an array of shape ",
-                                         shampoo::shape_text(a.shape),
+                                         tessel::detail::shape_text(a.shape),
                                          "; inv-root needs a square matrix."));
   if (a.dtype != DType::f32 && a.dtype != DType::f64)
     detail::throw_error(detail::sentence(o.input, " holds ", dtype_name(a.dtype),
@@ -319,9 +319,9 @@ void run_shampoo(RunOptions const& r) {
   bool fits = g.shape.size() == w.shape.size() + 1;
   for (std::size_t k = 0; fits && k < w.shape.size(); ++k) fits = g.shape[k + 1] == w.shape[k];
   if (!fits)
-    detail::throw_error(detail::sentence(r.grads, " has shape ", shampoo::shape_text(g.shape),
-                                         " but must be [steps, *", shampoo::shape_text(w.shape),
-                                         "] for the parameter in ", r.param, "."));
+    detail::throw_error(detail::sentence(
+        r.grads, " has shape ", tessel::detail::shape_text(g.shape), " but must be [steps, *",
+        tessel::detail::shape_text(w.shape), "] for the parameter in ", r.param, "."));
   index_t const steps = g.shape[0];
   auto report = [&](auto const& result) {
     write_npy(r.out, std::span<std::int64_t const>(w.shape), result);

@@ -44,17 +44,6 @@ using ExprShape = std::array<index_t, R>;
 namespace detail {
 
 template <std::size_t R>
-std::string shape_string(ExprShape<R> const& s) {
-  std::string out = "(";
-  for (std::size_t k = 0; k != R; ++k) {
-    if (k) out.push_back(',');
-    out.append(std::to_string(s[k]));
-  }
-  out.push_back(')');
-  return out;
-}
-
-template <std::size_t R>
 constexpr index_t shape_size(ExprShape<R> const& s) {
   index_t n = 1;
   for (index_t x : s) n *= x;
@@ -73,8 +62,8 @@ ExprShape<(A > B ? A : B)> broadcast_shapes(ExprShape<A> const& a, ExprShape<B> 
       index_t ea = k + A >= R ? a[k + A - R] : 1;
       index_t eb = k + B >= R ? b[k + B - R] : 1;
       if (ea != eb && ea != 1 && eb != 1)
-        throw_error(sentence("cannot broadcast shape ", shape_string(a), " with shape ",
-                             shape_string(b), "."));
+        throw_error(
+            sentence("cannot broadcast shape ", shape_text(a), " with shape ", shape_text(b), "."));
       out[k] = ea == 1 ? eb : ea;
     }
   }

@@ -29,8 +29,8 @@ namespace detail {
 // m as a tensor of its executor's memory space.
 template <class Backend, class T, class Space>
 auto matrix_view(MatrixArg<T, Space> const& m) {
-  return Backend::view(m.data, make_layout(make_shape(m.rows, m.cols),
-                                           make_stride(m.row_stride, m.col_stride)));
+  return Backend::view(
+      m.data, make_layout(make_shape(m.rows, m.cols), make_stride(m.row_stride, m.col_stride)));
 }
 
 // Multiplies every gradient in `grads` by grad_output, on the executor.
@@ -38,7 +38,7 @@ template <class T, class Space, class Executor>
 void rescale(double grad_output, Outputs<T, Space> const& grads, Executor const& executor) {
   using B = Backend<Executor>;
   if (!std::isfinite(grad_output))
-    fail(tessel::detail::sentence("grad_output must be finite, got ", number(grad_output), "."));
+    fail(tessel::detail::sentence("grad_output must be finite, got ", grad_output, "."));
   if (grad_output == 1.0) return;
   auto const dy = static_cast<accum_t<T>>(grad_output);
   if (grads.grad_input.present) {
@@ -72,9 +72,9 @@ void rescale_rows(VectorArg<accum_t<T> const, Space> const& grad_output_rows,
                   " but grad_input has ", grads.grad_input.rows, " rows."));
   auto const dx = matrix_view<B>(grads.grad_input);
   // (BT, 1): broadcast along each row.
-  auto const dy = B::view(grad_output_rows.data,
-                          make_layout(make_shape(grad_output_rows.size, Int<1>{}),
-                                      make_stride(grad_output_rows.stride, Int<0>{})));
+  auto const dy =
+      B::view(grad_output_rows.data, make_layout(make_shape(grad_output_rows.size, Int<1>{}),
+                                                 make_stride(grad_output_rows.stride, Int<0>{})));
   B::assign(executor, dx, dx * dy);
 }
 

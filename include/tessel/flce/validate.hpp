@@ -1,6 +1,6 @@
 // Validation of an FLCE call, shared by the host and CUDA paths: every shape, layout, option and
 // output is checked before anything is written, and each failure is one sentence naming the
-// values ("weight has shape (32000, 511) but input has hidden size 512.").
+// values ("weight has shape (32000,511) but input has hidden size 512.").
 #pragma once
 
 #include <charconv>
@@ -8,22 +8,13 @@
 #include <string>
 
 #include "../core/error.hpp"
+#include "../core/int_tuple.hpp"
+#include "../core/shape.hpp"
 #include "arguments.hpp"
 #include "options.hpp"
 #include "types.hpp"
 
 namespace tessel::flce::detail {
-
-// Shortest round-trip text of a double ("1.5", "nan", "inf").
-inline std::string number(double x) {
-  char buffer[32];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, x);
-  return ec == std::errc{} ? std::string(buffer, end) : std::to_string(x);
-}
-
-inline std::string shape_text(index_t rows, index_t cols) {
-  return tessel::detail::sentence("(", rows, ", ", cols, ")");
-}
 
 inline std::string elements_text(index_t n) {
   return tessel::detail::sentence(n, n == 1 ? " element" : " elements");
@@ -63,11 +54,11 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
   index_t const bt = x.rows, h = x.cols, v = w.rows;
   if (h < 1) fail(sentence("input has hidden size ", h, "; FLCE needs at least 1."));
   if (v < 1)
-    fail(sentence("weight has shape ", shape_text(w.rows, w.cols),
+    fail(sentence("weight has shape ", tessel::detail::shape_text(make_shape(w.rows, w.cols)),
                   "; FLCE needs a vocabulary (weight's rows) of at least 1."));
   if (w.cols != h)
-    fail(sentence("weight has shape ", shape_text(w.rows, w.cols), " but input has hidden size ", h,
-                  "."));
+    fail(sentence("weight has shape ", tessel::detail::shape_text(make_shape(w.rows, w.cols)),
+                  " but input has hidden size ", h, "."));
   if (y.size != bt)
     fail(sentence("target has ", elements_text(y.size), " but input has ", bt, " rows."));
   check_matrix_layout(x, "input");
@@ -76,15 +67,13 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
   check_vector_size(o.class_weights, "class_weights", v, "the vocabulary size (weight's rows) is");
 
   if (!(o.label_smoothing >= 0.0 && o.label_smoothing <= 1.0))
-    fail(sentence("label_smoothing must lie in [0, 1], got ", number(o.label_smoothing), "."));
+    fail(sentence("label_smoothing must lie in [0, 1], got ", o.label_smoothing, "."));
   if (!(std::isfinite(o.lse_square_scale) && o.lse_square_scale >= 0.0))
-    fail(sentence("lse_square_scale must be finite and >= 0, got ", number(o.lse_square_scale),
-                  "."));
+    fail(sentence("lse_square_scale must be finite and >= 0, got ", o.lse_square_scale, "."));
   if (!(std::isfinite(o.softcap) && o.softcap >= 0.0))
-    fail(
-        sentence("softcap must be finite and >= 0 (0 turns it off), got ", number(o.softcap), "."));
+    fail(sentence("softcap must be finite and >= 0 (0 turns it off), got ", o.softcap, "."));
   if (!std::isfinite(o.grad_output))
-    fail(sentence("grad_output must be finite, got ", number(o.grad_output), "."));
+    fail(sentence("grad_output must be finite, got ", o.grad_output, "."));
   if (o.chunk_size < 0)
     fail(sentence("chunk_size must be >= 0 (0 takes the plan's heuristic), got ", o.chunk_size,
                   "."));
@@ -110,15 +99,18 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
   check_loss(out.z_loss, "z_loss");
   if (out.grad_input.present) {
     if (out.grad_input.rows != bt || out.grad_input.cols != h)
-      fail(sentence("grad_input has shape ", shape_text(out.grad_input.rows, out.grad_input.cols),
-                    " but input has shape ", shape_text(bt, h), "."));
+      fail(
+          sentence("grad_input has shape ",
+                   tessel::detail::shape_text(make_shape(out.grad_input.rows, out.grad_input.cols)),
+                   " but input has shape ", tessel::detail::shape_text(make_shape(bt, h)), "."));
     check_matrix_layout(out.grad_input, "grad_input");
   }
   if (out.grad_weight.present) {
     if (out.grad_weight.rows != v || out.grad_weight.cols != h)
-      fail(sentence("grad_weight has shape ",
-                    shape_text(out.grad_weight.rows, out.grad_weight.cols),
-                    " but weight has shape ", shape_text(v, h), "."));
+      fail(sentence(
+          "grad_weight has shape ",
+          tessel::detail::shape_text(make_shape(out.grad_weight.rows, out.grad_weight.cols)),
+          " but weight has shape ", tessel::detail::shape_text(make_shape(v, h)), "."));
     check_matrix_layout(out.grad_weight, "grad_weight");
   }
   if (out.grad_bias.present) {

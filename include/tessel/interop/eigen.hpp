@@ -1,12 +1,10 @@
 // Eigen <-> tessel tensor views, both ways without copying (writes go through):
-//   as_eigen(t)          rank-1 / rank-2 tensor -> Eigen::Map<Matrix (row-major), Unaligned,
-//                        Stride<Dynamic, Dynamic>> (rank 1 is a column vector)
-//   from_eigen(m)        Eigen Matrix / Map / Block with direct access -> rank-2 tensor view
-//   as_eigen_tensor(t)   compact row-major rank-N tensor -> Eigen::TensorMap<Tensor<T, N,
-//   RowMajor>> from_eigen(tm)       Eigen::Tensor / TensorMap -> rank-N tensor view (a column-major
-//   Eigen
-//                        tensor becomes a tensor with column-major strides: same element (i, j,
-//                        ...))
+//   as_eigen(t)         rank-1 / rank-2 tensor -> Eigen::Map<Matrix (row-major), Unaligned,
+//                       Stride<Dynamic, Dynamic>> (rank 1 is a column vector)
+//   from_eigen(m)       Eigen Matrix / Map / Block with direct access -> rank-2 tensor view
+//   as_eigen_tensor(t)  compact row-major rank-N tensor -> Eigen::TensorMap<Tensor<T, N, RowMajor>>
+//   from_eigen(tm)      Eigen::Tensor / TensorMap -> rank-N tensor view (a column-major Eigen
+//                       tensor becomes one with column-major strides: same element (i, j, ...))
 // Not part of <tessel/tessel.hpp>: Eigen's Tensor module costs about 2 s of compile time, so
 // include <tessel/interop/eigen.hpp> where you need it.
 #pragma once

@@ -371,8 +371,8 @@ NpyArray read_npy_from(Source& source, std::string_view what) {
   std::size_t const itemsize = dtype_size(h.dtype);
   auto const nbytes = checked_nbytes(h.shape, itemsize);
   if (!nbytes) {
-    throw_error(sentence(what, " has shape ", shape_repr(h.shape), " of ", dtype_name(h.dtype),
-                         ", whose size in bytes overflows int64."));
+    throw_error(sentence(what, " has shape ", tessel::detail::shape_text(h.shape), " of ",
+                         dtype_name(h.dtype), ", whose size in bytes overflows int64."));
   }
   std::uint64_t const data_offset = prefix + header_length;
   std::uint64_t const available = size - data_offset;
@@ -416,16 +416,17 @@ inline std::string npy_header_for(DType dtype, std::span<std::int64_t const> sha
   }
   for (std::int64_t e : shape) {
     if (e < 0) {
-      throw_error(sentence("cannot write ", what, ": shape ", shape_repr(shape),
+      throw_error(sentence("cannot write ", what, ": shape ", tessel::detail::shape_text(shape),
                            " has a negative extent."));
     }
   }
   if (!checked_nbytes(shape, dtype_size(dtype))) {
-    throw_error(sentence("cannot write ", what, ": the size in bytes of shape ", shape_repr(shape),
-                         " of ", dtype_name(dtype), " overflows int64."));
+    throw_error(sentence("cannot write ", what, ": the size in bytes of shape ",
+                         tessel::detail::shape_text(shape), " of ", dtype_name(dtype),
+                         " overflows int64."));
   }
   std::string dict = sentence("{'descr': '", npy_descr(dtype),
-                              "', 'fortran_order': False, 'shape': ", shape_repr(shape), ", }");
+                              "', 'fortran_order': False, 'shape': ", python_tuple(shape), ", }");
   // NumPy leaves room to grow the first axis in place (GROWTH_AXIS_MAX_DIGITS = 21).
   if (!shape.empty()) {
     std::size_t const digits = std::to_string(shape[0]).size();
@@ -487,8 +488,8 @@ inline void write_npy(std::filesystem::path const& path, DType dtype,
   std::int64_t const nbytes = *detail::io::checked_nbytes(shape, dtype_size(dtype));
   if (nbytes > 0 && data == nullptr) {
     detail::throw_error(detail::sentence(
-        "cannot write ", what, ": data is null but shape ", detail::io::shape_repr(shape), " has ",
-        nbytes / static_cast<std::int64_t>(dtype_size(dtype)), " elements."));
+        "cannot write ", what, ": data is null but shape ", tessel::detail::shape_text(shape),
+        " has ", nbytes / static_cast<std::int64_t>(dtype_size(dtype)), " elements."));
   }
   detail::io::AtomicFileWriter out(path);
   out.write(header.data(), header.size());
@@ -508,7 +509,7 @@ void write_npy(std::filesystem::path const& path, std::span<std::int64_t const> 
   auto const count = static_cast<std::int64_t>(std::ranges::size(values));
   if (count != numel) {
     detail::throw_error(detail::sentence("cannot write ", path.string(), ": shape ",
-                                         detail::io::shape_repr(shape), " has ", numel,
+                                         tessel::detail::shape_text(shape), " has ", numel,
                                          " elements but ", count, " values were given."));
   }
   write_npy(path, dtype_of_v<T>, shape, static_cast<void const*>(std::ranges::data(values)));

@@ -46,7 +46,7 @@ auto load_npy(std::filesystem::path const& path) {
   } else {
     if (rank != static_cast<std::size_t>(Rank))
       detail::throw_error(detail::sentence(path.string(), " holds an array of shape ",
-                                           detail::io::shape_repr(a.shape), " but load_npy<",
+                                           tessel::detail::shape_text(a.shape), " but load_npy<",
                                            dtype_name(dtype_of_v<T>), ", ", Rank,
                                            "> reads arrays of rank ", Rank, "."));
   }

@@ -58,7 +58,7 @@ make_safetensors_entry(std::string name, std::vector<std::int64_t> shape, R cons
   auto const count = static_cast<std::int64_t>(std::ranges::size(values));
   if (count != numel) {
     detail::throw_error(detail::sentence("tensor \"", name, "\" has shape ",
-                                         detail::io::shape_repr(shape), " of ", numel,
+                                         tessel::detail::shape_text(shape), " of ", numel,
                                          " elements but ", count, " values were given."));
   }
   SafetensorsEntry e{std::move(name), dtype_of_v<T>, std::move(shape),
@@ -289,12 +289,13 @@ inline SafetensorsInfo parse_safetensors_entry(std::string const& name, Json con
 
   auto const nbytes = checked_nbytes(info.shape, dtype_size(info.dtype));
   if (!nbytes) {
-    fail_tensor(what, name, "has shape ", shape_repr(info.shape), " of ", found->first,
-                ", whose size in bytes overflows int64");
+    fail_tensor(what, name, "has shape ", tessel::detail::shape_text(info.shape), " of ",
+                found->first, ", whose size in bytes overflows int64");
   }
   if (info.end - info.begin != static_cast<std::uint64_t>(*nbytes)) {
     fail_tensor(what, name, "has data_offsets [", info.begin, ", ", info.end, "] but shape ",
-                shape_repr(info.shape), " of ", found->first, " needs ", *nbytes, " bytes");
+                tessel::detail::shape_text(info.shape), " of ", found->first, " needs ", *nbytes,
+                " bytes");
   }
   return info;
 }
@@ -442,14 +443,14 @@ inline std::string safetensors_header_for(SafetensorsFile const& file, std::stri
     }
     for (std::int64_t e : t.shape) {
       if (e < 0) {
-        fail_write(what, "tensor ", json_quoted(t.name), " has shape ", shape_repr(t.shape),
-                   ", which has a negative extent");
+        fail_write(what, "tensor ", json_quoted(t.name), " has shape ",
+                   tessel::detail::shape_text(t.shape), ", which has a negative extent");
       }
     }
     auto const nbytes = checked_nbytes(t.shape, dtype_size(t.dtype));
     if (!nbytes || static_cast<std::uint64_t>(*nbytes) != t.data.size()) {
       fail_write(what, "tensor ", json_quoted(t.name), " holds ", t.data.size(),
-                 " bytes of data but shape ", shape_repr(t.shape), " of ",
+                 " bytes of data but shape ", tessel::detail::shape_text(t.shape), " of ",
                  safetensors_dtype_name(t.dtype), " needs ",
                  nbytes ? std::to_string(*nbytes) : std::string("more than 2^63"));
     }

@@ -107,9 +107,9 @@ class CombinedLinear {
   static void check_sizes(std::size_t got, index_t want, char const* name, index_t rows,
                           index_t cols) {
     if (static_cast<index_t>(got) != want)
-      tessel::detail::throw_error(tessel::detail::sentence(name, " has ", got,
-                                                           " elements but must be (", rows, ", ",
-                                                           cols, "), ", want, " elements."));
+      tessel::detail::throw_error(tessel::detail::sentence(
+          name, " has ", got, " elements but must be ",
+          tessel::detail::shape_text(make_shape(rows, cols)), ", ", want, " elements."));
   }
   Eigen::Map<Matrix const> combined_map() const {
     return Eigen::Map<Matrix const>(combined_.data(), out_, in_features_with_bias());

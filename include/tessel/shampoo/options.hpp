@@ -20,27 +20,8 @@ namespace tessel::shampoo {
 
 namespace detail {
 
-// A double as its shortest round-trip decimal ("1e-12", "0.9"), for error sentences.
-inline std::string format_number(double v) {
-  char buffer[64];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
-  return ec == std::errc{} ? std::string(buffer, end) : std::string("?");
-}
-
-template <class T>
-decltype(auto) sentence_piece(T const& x) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return format_number(static_cast<double>(x));
-  } else {
-    return (x);
-  }
-}
-
-// tessel::detail::sentence with doubles written in their shortest form.
-template <class... Pieces>
-std::string sentence(Pieces const&... pieces) {
-  return tessel::detail::sentence(sentence_piece(pieces)...);
-}
+// Error sentences are core's: numbers in their shortest round-trip form, shapes as shape_text.
+using tessel::detail::sentence;
 
 }  // namespace detail
 

@@ -52,7 +52,7 @@ auto checked_nm_group(S const& shape, NMPattern<N, M> const& p, bool blocks, cha
       throw_error(sentence("a ", to_string(p), " pattern", blocks ? " of blocks" : "",
                            " along mode ", mode, " needs a multiple of ", to_index(p.m),
                            blocks ? " blocks" : " elements", " along that mode, but the ", noun,
-                           " has shape ", plain_string(shape), "."));
+                           " has shape ", shape_text(shape), "."));
   }
   return nm_group_shape<Mode, r>(p);
 }
@@ -62,8 +62,8 @@ void check_coupled_shapes(A const& a, B const& b) {
   auto sa = product_each(a.shape());
   auto sb = product_each(b.shape());
   if (!(leaf_values(sa) == leaf_values(sb)))
-    throw_error(sentence("coupled tensors have shapes ", plain_string(sa), " and ",
-                         plain_string(sb), "; every coupled tensor needs the same shape."));
+    throw_error(sentence("coupled tensors have shapes ", shape_text(sa), " and ", shape_text(sb),
+                         "; every coupled tensor needs the same shape."));
 }
 
 // f(executor, tensors...) for arguments (tensors..., [executor]): the trailing executor, or

@@ -42,12 +42,11 @@ void check_scope_shape(G const& grid_shape, S const& scope_shape) {
   auto gv = leaf_values(grid_shape);
   auto sv = leaf_values(scope_shape);
   if (sv[bad_mode] <= 0)
-    throw_error(sentence("scope shape ", plain_string(scope_shape), " has extent ", sv[bad_mode],
+    throw_error(sentence("scope shape ", shape_text(scope_shape), " has extent ", sv[bad_mode],
                          " in mode ", bad_mode, "; scope extents must be > 0."));
-  throw_error(sentence("scope shape ", plain_string(scope_shape),
-                       " does not divide the block grid ", plain_string(grid_shape), ": mode ",
-                       bad_mode, " has ", gv[bad_mode], " blocks, which is not a multiple of ",
-                       sv[bad_mode], "."));
+  throw_error(sentence("scope shape ", shape_text(scope_shape), " does not divide the block grid ",
+                       shape_text(grid_shape), ": mode ", bad_mode, " has ", gv[bad_mode],
+                       " blocks, which is not a multiple of ", sv[bad_mode], "."));
 }
 
 }  // namespace detail

@@ -74,7 +74,7 @@ auto topk_mask(Scores const& scores, S const& scope_shape, K k, X const& executo
     if (to_index(k) > to_index(scope_size))
       detail::throw_error(detail::sentence("k = ", to_index(k), " exceeds the ",
                                            to_index(scope_size), " blocks of a scope of shape ",
-                                           detail::plain_string(s), "."));
+                                           detail::shape_text(s), "."));
   }
   using V = std::remove_cv_t<typename Scores::value_type>;
   auto view = scores.view();

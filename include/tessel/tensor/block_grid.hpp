@@ -16,12 +16,6 @@ namespace tessel {
 
 namespace detail {
 
-// Values only, without the static-integer underscores: "(8,16)". For user-facing sentences.
-template <IntTuple X>
-std::string plain_string(X const& x) {
-  return to_string(leaf_values(x));
-}
-
 // The tensor's rank as a compile-time constant; per-block operations need flat modes.
 template <TensorType T>
 constexpr std::size_t flat_rank() {
@@ -41,8 +35,8 @@ auto block_shape_of_rank(B const& b, S const& tensor_shape, char const* what) {
     return make_tuple(normalize_int_tuple(b));
   } else if constexpr (DynRank<B>) {
     if (static_cast<std::size_t>(b.rank()) != R)
-      throw_error(sentence(what, " ", plain_string(b), " has rank ", b.rank(),
-                           " but the tensor of shape ", plain_string(tensor_shape), " has rank ", R,
+      throw_error(sentence(what, " ", shape_text(b), " has rank ", b.rank(),
+                           " but the tensor of shape ", shape_text(tensor_shape), " has rank ", R,
                            "."));
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return make_tuple(b[static_cast<index_t>(I)]...);
@@ -67,9 +61,9 @@ void check_grid_shape(T const& t, G const& grid, B const& b, char const* what) {
   auto need = block_grid_shape(t.shape(), b);
   auto have = product_each(grid.shape());
   if (!(leaf_values(have) == leaf_values(need)))
-    throw_error(sentence(what, " grid has shape ", plain_string(have), " but tensor ",
-                         plain_string(t.shape()), " with blocks ", plain_string(b), " needs ",
-                         plain_string(need), "."));
+    throw_error(sentence(what, " grid has shape ", shape_text(have), " but tensor ",
+                         shape_text(t.shape()), " with blocks ", shape_text(b), " needs ",
+                         shape_text(need), "."));
 }
 
 }  // namespace detail

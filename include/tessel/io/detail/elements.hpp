@@ -22,6 +22,7 @@
 #include "../../core/error.hpp"
 #include "../../core/float16.hpp"
 #include "../../core/int.hpp"
+#include "../../core/int_tuple.hpp"
 
 namespace tessel::detail::io {
 
@@ -29,9 +30,9 @@ namespace tessel::detail::io {
 static_assert(std::endian::native == std::endian::little,
               "tessel: the io readers and writers need a little-endian host.");
 
-// A shape as Python prints a tuple: "()", "(5,)", "(2, 3)" — the notation of NumPy users and
-// of the .npy header itself.
-inline std::string shape_repr(std::span<std::int64_t const> shape) {
+// A shape as Python writes a tuple, "()", "(5,)", "(2, 3)": the notation the .npy header itself
+// uses (error sentences write shapes with tessel::detail::shape_text, as everywhere else).
+inline std::string python_tuple(std::span<std::int64_t const> shape) {
   std::string out = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i > 0) out += ", ";
@@ -59,12 +60,13 @@ inline std::optional<std::int64_t> checked_nbytes(std::span<std::int64_t const> 
 // The number of elements of a shape given by a user; throws on a negative extent or overflow.
 inline std::int64_t checked_numel(std::span<std::int64_t const> shape) {
   for (std::int64_t e : shape) {
-    if (e < 0) throw_error(sentence("shape ", shape_repr(shape), " has a negative extent."));
+    if (e < 0)
+      throw_error(sentence("shape ", tessel::detail::shape_text(shape), " has a negative extent."));
   }
   auto const n = checked_nbytes(shape, 1);
   if (!n) {
-    throw_error(
-        sentence("the number of elements of shape ", shape_repr(shape), " overflows int64."));
+    throw_error(sentence("the number of elements of shape ", tessel::detail::shape_text(shape),
+                         " overflows int64."));
   }
   return *n;
 }
@@ -181,7 +183,7 @@ inline std::int64_t checked_buffer_numel(std::string_view owner, DType dtype,
   auto const nbytes = checked_nbytes(shape, dtype_size(dtype));
   if (!nbytes || static_cast<std::uint64_t>(*nbytes) != data_size) {
     throw_error(sentence(owner, " holds ", data_size, " bytes of data, but shape ",
-                         shape_repr(shape), " of ", dtype_name(dtype), " needs ",
+                         tessel::detail::shape_text(shape), " of ", dtype_name(dtype), " needs ",
                          nbytes ? std::to_string(*nbytes) : std::string("more than 2^63"), "."));
   }
   return numel;

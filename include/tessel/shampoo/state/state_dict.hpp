@@ -60,13 +60,4 @@ inline std::string state_key_text(StateKey const& key) {
   return out + "]";
 }
 
-inline std::string shape_text(std::vector<index_t> const& shape) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + ")";
-}
-
 }  // namespace tessel::shampoo
