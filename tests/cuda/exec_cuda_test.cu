@@ -23,19 +23,13 @@
 #include <tessel/tessel.hpp>
 
 #include "exec/row_bodies.hpp"
+#include "support/cuda.hpp"
 
 // A using-directive, as users write it: tessel declares no namespace `cuda`, so CCCL's ::cuda
 // stays unambiguous in nvcc's generated launch stubs.
 using namespace tessel;
 
 namespace {
-
-#define TESSEL_REQUIRE_GPU()                                                                  \
-  do {                                                                                        \
-    if (gpu::device_count() == 0)                                                             \
-      GTEST_SKIP() << "no CUDA device: the CUDA executor was built, not run (host twins are " \
-                      "tested in tests/exec).";                                               \
-  } while (0)
 
 static_assert(exec::DeviceExecutor<exec::Cuda> && !exec::HostExecutor<exec::Cuda>);
 
@@ -49,33 +43,13 @@ auto random_host(Shape const& s, unsigned seed) {
   return t;
 }
 
-template <class H>
-auto to_device(H const& h, gpu::Stream const& s) {
-  auto d = make_device_tensor<typename H::value_type>(h.layout());
-  gpu::copy_to_device(d, h, s);
-  return d;
-}
+using test::to_device;
+using test::to_host;
+using test::expect_close;
 
-template <class D>
-auto to_host(D const& d, gpu::Stream const& s) {
-  auto h = make_host_tensor<typename D::value_type>(d.layout());
-  gpu::copy_to_host(h, d, s);
-  s.synchronize();
-  return h;
-}
-
-template <class A, class B>
-void expect_close(A const& a, B const& b, double tol) {
-  index_t const n = to_index(size(a.layout()));
-  ASSERT_EQ(n, to_index(size(b.layout())));
-  for (index_t i = 0; i < n; ++i) {
-    double const x = static_cast<double>(a.data()[i]), y = static_cast<double>(b.data()[i]);
-    ASSERT_NEAR(x, y, tol * (1.0 + std::abs(y))) << "at flat index " << i;
-  }
-}
 
 TEST(CudaExecutor, FusedElementwiseMatchesTheHostTwin) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("the CUDA executor", "tests/exec");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   for (index_t cols : {index_t{1024}, index_t{1027}}) {  // packets; a tail and scalar accesses
@@ -92,7 +66,7 @@ TEST(CudaExecutor, FusedElementwiseMatchesTheHostTwin) {
 }
 
 TEST(CudaExecutor, TransposedAndBroadcastOperandsUseTheIndexedKernel) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("the CUDA executor", "tests/exec");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto hx = random_host(make_shape(index_t{65}, index_t{33}), 3);
@@ -113,7 +87,7 @@ TEST(CudaExecutor, TransposedAndBroadcastOperandsUseTheIndexedKernel) {
 }
 
 TEST(CudaExecutor, StaticLayoutsTakeTheCompileTimeNest) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("the CUDA executor", "tests/exec");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   // Every layout static: the kernels are instantiated with the nest lowered at compile time
@@ -149,7 +123,7 @@ TEST(CudaExecutor, StaticLayoutsTakeTheCompileTimeNest) {
 }
 
 TEST(CudaExecutor, RowReductionsMatchTheHostTwin) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("the CUDA executor", "tests/exec");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   for (index_t cols : {index_t{100}, index_t{5000}}) {  // a warp per row; a block per row
@@ -179,7 +153,7 @@ TEST(CudaExecutor, RowReductionsMatchTheHostTwin) {
 }
 
 TEST(CudaExecutor, SoftmaxEpiloguesMatchTheHostTwin) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("the CUDA executor", "tests/exec");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   for (index_t cols : {index_t{257}, index_t{4099}}) {
@@ -199,7 +173,7 @@ TEST(CudaExecutor, SoftmaxEpiloguesMatchTheHostTwin) {
 }
 
 TEST(CudaExecutor, FullReductionsGoThroughCub) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("the CUDA executor", "tests/exec");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto hx = random_host(make_shape(index_t{301}, index_t{97}), 7);
@@ -222,7 +196,7 @@ TEST(CudaExecutor, FullReductionsGoThroughCub) {
 }
 
 TEST(CudaExecutor, ReductionsInsideExpressionsAreMaterializedOnTheDevice) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("the CUDA executor", "tests/exec");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto hx = random_host(make_shape(index_t{9}, index_t{300}), 8);
@@ -239,7 +213,7 @@ TEST(CudaExecutor, ReductionsInsideExpressionsAreMaterializedOnTheDevice) {
 // (the evaluator types of both paths agree; this did not compile before), and a scalar-first
 // product broadcasts a rank-0 scalar with a rank-0 accumulator (nvcc used to flag it).
 TEST(CudaExecutor, SixteenBitLeavesAndScalarFirstProductsMatchTheHostTwin) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("the CUDA executor", "tests/exec");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto x = random_host(make_shape(index_t{48}, index_t{64}), 45);
@@ -299,7 +273,7 @@ TEST(CudaExecutor, AnEmptyMaxThrowsBeforeAnyLaunch) {
 // order of A and B (transposed views), a column-major C, a batch sharing B, and bf16 operands
 // accumulated into f32.
 TEST(CudaDense, GemmAndSyrkMatchTheHost) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("the CUDA executor", "tests/exec");
   gpu::Stream s;
   exec::Cuda const x{s.get()};
   auto ha = random_host(make_shape(index_t{3}, index_t{33}, index_t{20}), 41);
@@ -362,7 +336,7 @@ TEST(CudaDense, OperandErrorsBeforeAnyCall) {
 // eigenvectors that agree up to sign, for a row-major batch (transposed on the device after
 // cuSOLVER) and a column-major one (decomposed in place); info 0 for every matrix.
 TEST(CudaEigh, MatchesTheHost) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("the CUDA executor", "tests/exec");
   gpu::Stream s;
   exec::Cuda const x{s.get()};
   index_t const batch = 5, n = 12;
@@ -451,7 +425,7 @@ TEST(CudaEigh, OperandErrorsBeforeAnyCall) {
 
 // exec::for_each_row on the device (a block per row) against the host twin: the same body.
 TEST(CudaRows, ABlockPerRowMatchesTheHostTwin) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("the CUDA executor", "tests/exec");
   gpu::Stream s;
   index_t const rows = 300, n = 1000;
   auto in = random_host(make_shape(rows, n), 43);

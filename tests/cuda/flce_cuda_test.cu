@@ -15,6 +15,7 @@
 #include <tessel/tensor/tensor.hpp>
 
 #include "flce/reference.hpp"
+#include "support/cuda.hpp"
 
 namespace {
 
@@ -51,16 +52,6 @@ static_assert(std::is_same_v<StaticLoop16::gradient_type, bfloat16>);
 using DynamicLoop = lowered_t<DynamicX, DynamicX, DynamicY, exec::Cuda>;
 static_assert(std::is_same_v<DynamicLoop::plan_type, FlcePlan>);
 static_assert(std::is_same_v<DynamicLoop::row_body::vocab_type, index_t>);
-
-bool has_device() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-#define TESSEL_REQUIRE_DEVICE()                                                                  \
-  do {                                                                                           \
-    if (!has_device()) GTEST_SKIP() << "no CUDA device: the CUDA FLCE path was built, not run."; \
-  } while (0)
 
 // A device copy of a host vector, freed at scope exit.
 template <class T>
@@ -175,7 +166,7 @@ using StorageTypes = ::testing::Types<double, float, tessel::half, tessel::bfloa
 TYPED_TEST_SUITE(FlceCuda, StorageTypes);
 
 TYPED_TEST(FlceCuda, MatchesTheReferenceForEveryReductionWithAllOptions) {
-  TESSEL_REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the CUDA FLCE path", "tests/flce");
   for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none})
     for (bool options : {false, true}) {
       SCOPED_TRACE(std::string(reduction_name(r)) + (options ? " all options" : " plain"));
@@ -194,7 +185,7 @@ TYPED_TEST(FlceCuda, MatchesTheReferenceForEveryReductionWithAllOptions) {
 }
 
 TYPED_TEST(FlceCuda, HandlesAnIgnoreIndexInsideTheVocabularyAndAllIgnoredRows) {
-  TESSEL_REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the CUDA FLCE path", "tests/flce");
   Problem p = random_problem(64, 32, 77, 5u, true, true);
   for (std::size_t i = 0; i < p.target.size(); i += 2) p.target[i] = 7;
   ReferenceOptions o;
@@ -205,7 +196,7 @@ TYPED_TEST(FlceCuda, HandlesAnIgnoreIndexInsideTheVocabularyAndAllIgnoredRows) {
 }
 
 TEST(FlceCudaF32, StaticShapesInstantiateTheRowKernelForTheirVocabulary) {
-  TESSEL_REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the CUDA FLCE path", "tests/flce");
   Problem const p = random_problem(24, 16, 100, 8u);
   std::vector<float> xf(p.x.begin(), p.x.end()), wf(p.w.begin(), p.w.end());
   DeviceBuffer<float> x(xf), w(wf), loss{std::vector<float>(1)};
@@ -221,7 +212,7 @@ TEST(FlceCudaF32, StaticShapesLaunchTheRowKernelOfTheStaticPlan) {
   // The kernel a static call launches, named: its instantiation is part of this program.
   [[maybe_unused]] auto* const kernel =
       &exec::kernels::rows_kernel<StaticLoop::row_threads, StaticLoop::row_body>;
-  TESSEL_REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the CUDA FLCE path", "tests/flce");
   cudaFuncAttributes attributes{};
   TESSEL_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
   EXPECT_EQ(attributes.localSizeBytes, 0u);  // nothing spills
@@ -248,7 +239,7 @@ TEST(FlceCudaF32, SizesBeyondCublasAreRefusedBeforeAnyCudaCall) {
 }
 
 TEST(FlceCudaF32, RunsOnTheCallersStream) {
-  TESSEL_REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the CUDA FLCE path", "tests/flce");
   Problem const p = random_problem(70, 12, 90, 13u, true);
   ReferenceResult const want = reference(p, {});
   std::vector<float> xf(p.x.begin(), p.x.end()), wf(p.w.begin(), p.w.end()),
@@ -276,7 +267,7 @@ TEST(FlceCudaF32, RunsOnTheCallersStream) {
 }
 
 TEST(FlceCudaF32, AnInvalidTargetThrowsBeforeAnyOutputIsWritten) {
-  TESSEL_REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the CUDA FLCE path", "tests/flce");
   Problem p = random_problem(40, 8, 30, 9u);
   p.target[33] = 30;
   std::vector<float> xf(p.x.begin(), p.x.end()), wf(p.w.begin(), p.w.end());
@@ -299,7 +290,7 @@ TEST(FlceCudaF32, AnInvalidTargetThrowsBeforeAnyOutputIsWritten) {
 }
 
 TEST(FlceCudaF32, BackwardScalesTheDeviceGradients) {
-  TESSEL_REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the CUDA FLCE path", "tests/flce");
   Problem const p = random_problem(50, 12, 60, 10u, true);
   ReferenceOptions o;
   o.grad_output = 0.5;
@@ -324,7 +315,7 @@ TEST(FlceCudaF32, BackwardScalesTheDeviceGradients) {
 }
 
 TEST(FlceCudaF32, AllocatesItsScratchFromTheStreamOrderedPool) {
-  TESSEL_REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the CUDA FLCE path", "tests/flce");
   Problem const p = random_problem(256, 64, 3000, 11u);
   std::vector<float> xf(p.x.begin(), p.x.end()), wf(p.w.begin(), p.w.end());
   DeviceBuffer<float> x(xf), w(wf), loss{std::vector<float>(1)}, dx{std::vector<float>(256 * 64)};

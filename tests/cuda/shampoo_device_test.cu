@@ -13,7 +13,7 @@
 #include <tessel/shampoo/device_shampoo.cuh>
 #include <tessel/shampoo/optimizer.hpp>
 
-#include "support/device_vector.hpp"
+#include "support/cuda.hpp"
 
 namespace {
 
@@ -21,10 +21,6 @@ using namespace tessel;
 using namespace tessel::shampoo;
 using test::device_vector;
 using test::host_vector;
-
-#define REQUIRE_DEVICE()                 \
-  if (tessel::gpu::device_count() == 0) \
-  GTEST_SKIP() << "no CUDA device: the device Shampoo step is not exercised"
 
 static_assert(std::is_same_v<DeviceShampoo, Shampoo<float, RuntimePlan, exec::Cuda>>);
 
@@ -105,7 +101,7 @@ double compare(Options const& o, int steps) {
 }
 
 TEST(DeviceShampoo, MatchesTheHostWithEigenRoots) {
-  REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
   Options o;
   o.epsilon = 1e-6;
   o.grafting = adam_grafting();
@@ -115,7 +111,7 @@ TEST(DeviceShampoo, MatchesTheHostWithEigenRoots) {
 }
 
 TEST(DeviceShampoo, MatchesTheHostWithCoupledNewton) {
-  REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
   Options o;
   o.epsilon = 1e-4;
   o.root.method = RootMethod::coupled_newton;
@@ -125,7 +121,7 @@ TEST(DeviceShampoo, MatchesTheHostWithCoupledNewton) {
 }
 
 TEST(DeviceShampoo, QuantizedFactorsMatchTheHost) {
-  REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
   Options o;
   o.epsilon = 1e-6;
   o.factor_matrix_dtype = DType::bf16;
@@ -134,7 +130,7 @@ TEST(DeviceShampoo, QuantizedFactorsMatchTheHost) {
 }
 
 TEST(DeviceShampoo, ResumesFromAHostStateAndTheHostFromItsState) {
-  REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
   Options o;
   o.epsilon = 1e-6;
   o.momentum = 0.9;
@@ -156,7 +152,7 @@ TEST(DeviceShampoo, ResumesFromAHostStateAndTheHostFromItsState) {
 }
 
 TEST(DeviceShampoo, RefusesNonFiniteGradientsBeforeWriting) {
-  REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
   auto p =
       make_plan(PlanOptions<index_t, index_t>{4, 1, 1}, std::vector<std::vector<index_t>>{{3}});
   DeviceShampoo device(p, Options{});
@@ -176,7 +172,7 @@ TEST(DeviceShampoo, RefusesNonFiniteGradientsBeforeWriting) {
 }
 
 TEST(DeviceShampoo, RefusesGradientsThatWouldOverflowAFactor) {
-  REQUIRE_DEVICE();
+  TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
   auto p = make_plan(PlanOptions<index_t, index_t>{2, 1, 1, DType::f32},
                      std::vector<std::vector<index_t>>{{3}, {2, 4}});
   DeviceShampoo device(p, Options{});

@@ -18,18 +18,12 @@
 #include <tessel/sparsity/cuda.cuh>
 #include <tessel/tessel.hpp>
 
+#include "support/cuda.hpp"
 #include "support/error_of.hpp"
 
 using namespace tessel;
 
 namespace {
-
-#define TESSEL_REQUIRE_GPU()                                                                    \
-  do {                                                                                          \
-    if (gpu::device_count() == 0)                                                               \
-      GTEST_SKIP() << "no CUDA device: device sparsity was built, not run (its host twins are " \
-                      "tested in tests/sparsity).";                                             \
-  } while (0)
 
 using tessel::test::error_of;
 
@@ -47,40 +41,15 @@ auto random_host(Shape const& s, unsigned seed) {
   return t;
 }
 
-template <class H>
-auto to_device(H const& h, gpu::Stream const& s) {
-  auto d = make_device_tensor<typename H::value_type>(h.layout());
-  gpu::copy_to_device(d, h, s);
-  return d;
-}
+using test::to_device;
+using test::to_host;
+using test::expect_same;
+using test::expect_close;
 
-template <class D>
-auto to_host(D const& d, gpu::Stream const& s) {
-  auto h = make_host_tensor<typename D::value_type>(d.layout());
-  gpu::copy_to_host(h, d, s);
-  s.synchronize();
-  return h;
-}
 
-template <class A, class B>
-void expect_same(A const& a, B const& b) {
-  index_t const n = to_index(size(a.layout()));
-  ASSERT_EQ(n, to_index(size(b.layout())));
-  for (index_t i = 0; i < n; ++i) ASSERT_EQ(a.data()[i], b.data()[i]) << "at flat index " << i;
-}
-
-template <class A, class B>
-void expect_close(A const& a, B const& b, double tol) {
-  index_t const n = to_index(size(a.layout()));
-  ASSERT_EQ(n, to_index(size(b.layout())));
-  for (index_t i = 0; i < n; ++i) {
-    double const x = static_cast<double>(a.data()[i]), y = static_cast<double>(b.data()[i]);
-    ASSERT_NEAR(x, y, tol * (1.0 + std::abs(y))) << "at flat index " << i;
-  }
-}
 
 TEST(CudaSparsity, NMMasksMatchTheHostTwin) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("device sparsity", "tests/sparsity");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto hw = random_host(make_shape(index_t{96}, index_t{256}), 1);
@@ -101,7 +70,7 @@ TEST(CudaSparsity, NMMasksMatchTheHostTwin) {
 }
 
 TEST(CudaSparsity, CoupledMasksAndPruningInPlaceMatchTheHostTwin) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("device sparsity", "tests/sparsity");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto ha = random_host(make_shape(index_t{64}, index_t{128}), 2);
@@ -124,7 +93,7 @@ TEST(CudaSparsity, CoupledMasksAndPruningInPlaceMatchTheHostTwin) {
 }
 
 TEST(CudaSparsity, TheCheckerFindsTheSameFirstViolation) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("device sparsity", "tests/sparsity");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto hw = random_host(make_shape(index_t{40}, index_t{512}), 5);
@@ -150,7 +119,7 @@ TEST(CudaSparsity, TheCheckerFindsTheSameFirstViolation) {
 }
 
 TEST(CudaSparsity, TopkAndBlockScoresMatchTheHostTwin) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("device sparsity", "tests/sparsity");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto hw = random_host(make_shape(index_t{256}, index_t{384}), 6);
@@ -173,7 +142,7 @@ TEST(CudaSparsity, TopkAndBlockScoresMatchTheHostTwin) {
 }
 
 TEST(CudaSparsity, MasksAndMultipliersInPlaceMatchTheHostTwin) {
-  TESSEL_REQUIRE_GPU();
+  TESSEL_REQUIRE_GPU("device sparsity", "tests/sparsity");
   gpu::Stream s;
   exec::Cuda const gpu{s.get()};
   auto hw = random_host(make_shape(index_t{64}, index_t{96}), 7);

@@ -14,7 +14,7 @@
 #include <tessel/shampoo/device_distributed.cuh>
 
 #include "shampoo/distributed_support.hpp"
-#include "support/device_vector.hpp"
+#include "support/cuda.hpp"
 
 namespace {
 
