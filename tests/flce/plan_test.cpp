@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <sstream>
 #include <type_traits>
 
 #include <tessel/flce/plan.hpp>
+#include <tessel/flce/plan_print.hpp>
 
 namespace {
 
@@ -132,6 +134,16 @@ TEST(FlcePlan, RejectsImpossibleShapesWithASentence) {
   EXPECT_EQ(message([] { make_plan(5, 3, index_t{1} << 61).scratch_bytes(DType::f64); }),
             "the FLCE scratch buffer of 1 x 2305843009213693952 x 8 bytes does not fit in a "
             "64-bit size.");
+}
+
+TEST(FlcePlanPrint, ShowsExtentsAndChunks) {
+  std::ostringstream run_time, compile_time, one;
+  run_time << make_plan(16384, 4096, 128256);
+  compile_time << make_plan(Int<16384>{}, Int<4096>{}, Int<128256>{});
+  one << make_plan(1, 8, 16);
+  EXPECT_EQ(run_time.str(), "FLCE plan: BT 16384, H 4096, V 128256; 32 chunks of 512 rows");
+  EXPECT_EQ(compile_time.str(), run_time.str() + " (static)");
+  EXPECT_EQ(one.str(), "FLCE plan: BT 1, H 8, V 16; 1 chunk of 1 row");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -81,7 +82,7 @@ TEST(FlceValidation, NamesTheBriefsExampleShapes) {
                       make_tensor(none, make_shape(32000, 511)),
                       make_tensor(targets, make_shape(4)), {}, {});
             }),
-            "weight has shape (32000, 511) but input has hidden size 512.");
+            "weight has shape (32000,511) but input has hidden size 512.");
   std::vector<float> x(18, 0.0f), w(32000, 0.0f);
   std::vector<std::int64_t> y(18, 1);
   y[17] = 40000;
@@ -107,7 +108,7 @@ TEST(FlceValidation, RejectsBadInputShapesAndLayouts) {
               forward(make_tensor(c.x.data(), make_shape(8, 5)),
                       make_tensor(c.w.data(), make_shape(9, 4)), target, o, out);
             }),
-            "weight has shape (9, 4) but input has hidden size 5.");
+            "weight has shape (9,4) but input has hidden size 5.");
   EXPECT_EQ(error_of([&] {
               forward(make_tensor(c.x.data(), make_shape(8, 0)),
                       make_tensor(c.w.data(), make_shape(9, 0)), target, o, out);
@@ -117,7 +118,7 @@ TEST(FlceValidation, RejectsBadInputShapesAndLayouts) {
               forward(make_tensor(c.x.data(), make_shape(8, 5)),
                       make_tensor(c.w.data(), make_shape(0, 5)), target, o, out);
             }),
-            "weight has shape (0, 5); FLCE needs a vocabulary (weight's rows) of at least 1.");
+            "weight has shape (0,5); FLCE needs a vocabulary (weight's rows) of at least 1.");
   EXPECT_EQ(error_of([&] {
               forward(make_tensor(c.x.data(), make_layout(make_shape(4, 5), make_stride(10, 2))),
                       make_tensor(c.w.data(), make_shape(9, 5)),
@@ -183,7 +184,7 @@ TEST(FlceValidation, RejectsOutputsOfTheWrongShape) {
       "z_loss has 2 elements but reduction sum gives 1.");
   expect_rejected([](Call& c, auto&,
                      auto& out) { out.grad_input = make_tensor(c.dx.data(), make_shape(8, 4)); },
-                  "grad_input has shape (8, 4) but input has shape (8, 5).");
+                  "grad_input has shape (8,4) but input has shape (8,5).");
   expect_rejected(
       [](Call& c, auto&, auto& out) {
         out.grad_input = make_tensor(c.dx.data(), make_layout(make_shape(8, 5), make_stride(4, 1)));
@@ -191,7 +192,7 @@ TEST(FlceValidation, RejectsOutputsOfTheWrongShape) {
       "grad_input has row stride 4, less than its 5 columns.");
   expect_rejected([](Call& c, auto&,
                      auto& out) { out.grad_weight = make_tensor(c.dw.data(), make_shape(5, 9)); },
-                  "grad_weight has shape (5, 9) but weight has shape (9, 5).");
+                  "grad_weight has shape (5,9) but weight has shape (9,5).");
   expect_rejected([](Call&, auto& o, auto&) { o.bias = {}; },
                   "grad_bias was given but there is no bias (Options::bias).");
   expect_rejected(
@@ -221,6 +222,33 @@ TEST(FlceValidation, BackwardRejectsWhatItCannotScale) {
   EXPECT_EQ(error_of([&] { backward(make_tensor(rows.data(), make_shape(7)), dx_only); }),
             "grad_output_rows has 7 elements but grad_input has 8 rows.");
   EXPECT_TRUE(c.untouched());
+}
+
+// What users write for outputs besides tensor views: a pointer to a scalar loss, a std::vector or
+// std::span of per-row losses. Each is the same argument as the view it stands for, and a size
+// that does not fit is the view's sentence.
+TEST(FlceArguments, OutputsAcceptAPointerAndContiguousRanges) {
+  Call c;
+  float scalar = sentinel;
+  c.run(c.options(), {.loss = &scalar});
+  Call v;
+  v.run(v.options(), {.loss = make_tensor(v.loss.data(), make_shape(1))});
+  EXPECT_EQ(scalar, v.loss[0]);
+
+  Options<float> none = c.options();
+  none.reduction = Reduction::none;
+  std::vector<float> rows(8, sentinel);
+  c.run(none, {.loss = rows});
+  std::vector<float> from_span(8, sentinel);
+  c.run(none, {.loss = std::span<float>(from_span)});
+  v.run(none, {.loss = make_tensor(v.loss.data(), make_shape(8))});
+  EXPECT_EQ(rows, v.loss);
+  EXPECT_EQ(from_span, v.loss);
+
+  EXPECT_EQ(error_of([&] { c.run(none, {.loss = &scalar}); }),
+            error_of([&] { c.run(none, {.loss = make_tensor(&scalar, make_shape(1))}); }));
+  Outputs<float> const absent{.loss = static_cast<float*>(nullptr)};
+  EXPECT_FALSE(absent.loss.present);
 }
 
 }  // namespace

@@ -3,10 +3,13 @@
 // distribute_buffer_sizes, the "infinite" options, and the errors.
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <tessel/core/shape.hpp>
 #include <tessel/shampoo/plan.hpp>
+#include <tessel/shampoo/plan/print.hpp>
 
 namespace {
 
@@ -154,6 +157,46 @@ TEST(ShampooPlan, Errors) {
       "parameter 0 has rank 9; Shampoo plans take parameters of rank <= 8.");
   EXPECT_EQ(message([] { make_plan(plan_options(4_c, 1_c, 0), make_shape(3_c)); }),
             "the group size must be >= 1, got 0.");
+}
+
+template <class Plan>
+std::string printed(Plan const& plan) {
+  std::ostringstream os;
+  os << plan;
+  return os.str();
+}
+
+TEST(ShampooPlanPrint, ShowsMergedShapesBlocksGroupsAndOwners) {
+  // shampoo_mlp's plan over two ranks: static, then the same plan at run time.
+  constexpr auto plan =
+      make_plan(plan_options(24_c, 1_c, 2), make_shape(32_c, 17_c), make_shape(4_c, 33_c));
+  std::string const want =
+      "Shampoo plan: 2 parameters, 4 blocks in 4 batch groups (max_preconditioner_dim 24, "
+      "target_parameter_dimensionality 1, 2 ranks, f32)\n"
+      "parameter  shape    merged   blocks\n"
+      "0          (32,17)  (32,17)  2\n"
+      "1          (4,33)   (4,33)   2\n"
+      "group  block    count  preconditioners  ranks\n"
+      "0      (24,17)  1      24x24 17x17      0\n"
+      "1      (8,17)   1      8x8 17x17        1\n"
+      "2      (4,24)   1      4x4 24x24        1\n"
+      "3      (4,9)    1      4x4 9x9          1";
+  EXPECT_EQ(printed(plan), want);
+  EXPECT_EQ(printed(to_runtime(plan)), want);
+}
+
+TEST(ShampooPlanPrint, ShowsWhatTargetDimensionalityOneDoesToAMatrix) {
+  // Meta's default target_parameter_dimensionality 1 merges a 16x8 weight into one 128-vector.
+  EXPECT_EQ(printed(make_plan(plan_options(1024_c, 1_c), make_shape(16_c, 8_c))),
+            "Shampoo plan: 1 parameter, 1 block in 1 batch group (max_preconditioner_dim 1024, "
+            "target_parameter_dimensionality 1, 1 rank, f32)\n"
+            "parameter  shape   merged  blocks\n"
+            "0          (16,8)  (128)   1\n"
+            "group  block  count  preconditioners  ranks\n"
+            "0      (128)  1      128x128          0");
+  EXPECT_NE(printed(make_plan(plan_options(1024_c, Int<2>{}), make_shape(16_c, 8_c)))
+                .find("16x16 8x8"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <ranges>
 #include <type_traits>
 #include <utility>
 
@@ -86,6 +87,22 @@ struct VectorArg {
         present(true) {
     tessel::detail::refuse_owning_temporary<X>();
   }
+
+  // What users write for a scalar output (`.loss = &loss`): one element at p; a null pointer is
+  // an absent argument.
+  constexpr VectorArg(T* p) : data(p), size(p ? 1 : 0), present(p != nullptr) {}  // NOLINT
+
+  // A contiguous range the caller keeps alive (a std::vector or std::array lvalue, a std::span):
+  // its elements, stride 1. In Space, like every argument. A temporary container is refused (it
+  // would dangle); a temporary span is fine (it borrows).
+  template <std::ranges::contiguous_range R>
+  requires(!TensorType<std::remove_cvref_t<R>> &&
+           (std::is_lvalue_reference_v<R> || std::ranges::borrowed_range<R>)&&std::is_convertible_v<
+               decltype(std::ranges::data(std::declval<R&>())), T*>)
+      VectorArg(R&& r)  // NOLINT: implicit on purpose
+      : data(std::ranges::data(r)),
+        size(static_cast<index_t>(std::ranges::size(r))),
+        present(true) {}
 
   TESSEL_HOST_DEVICE constexpr T& operator[](index_t i) const { return data[i * stride]; }
 };

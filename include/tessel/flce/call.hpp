@@ -42,6 +42,46 @@ using tensor_value_t = typename std::remove_cvref_t<X>::value_type;
 
 namespace detail {
 
+// Extents the compiler knows, checked by the compiler: the weight's hidden size must be the
+// input's, and the target must have one entry per input row. Each check is a class template whose
+// arguments are the offending values, so the diagnostic shows them (docs/design.md, "Errors").
+template <index_t InputHidden, index_t WeightHidden>
+struct StaticHiddenSizesAgree {
+  static_assert(InputHidden == WeightHidden,
+                "tessel: FLCE's weight (V, H) must have the input's hidden size H; these static "
+                "extents differ (see the template arguments: input H, weight H).");
+  static constexpr bool ok = true;
+};
+template <index_t InputRows, index_t Targets>
+struct StaticTargetCountAgrees {
+  static_assert(InputRows == Targets,
+                "tessel: FLCE's target needs one entry per input row; these static extents "
+                "differ (see the template arguments: input rows, targets).");
+  static constexpr bool ok = true;
+};
+
+template <class A, class B>
+constexpr bool both_static() {
+  return StaticInt<A> && StaticInt<B>;
+}
+
+// True, after checking every pair of extents that are both static.
+template <class X, class W, class Y>
+constexpr bool static_shapes_agree() {
+  using XS = std::remove_cvref_t<decltype(std::declval<X const&>().shape())>;
+  using WS = std::remove_cvref_t<decltype(std::declval<W const&>().shape())>;
+  using YS = std::remove_cvref_t<decltype(std::declval<Y const&>().shape())>;
+  using XH = std::remove_cvref_t<decltype(get<1>(std::declval<XS const&>()))>;
+  using WH = std::remove_cvref_t<decltype(get<1>(std::declval<WS const&>()))>;
+  using XR = std::remove_cvref_t<decltype(get<0>(std::declval<XS const&>()))>;
+  using YR = std::remove_cvref_t<decltype(get<0>(std::declval<YS const&>()))>;
+  if constexpr (both_static<XH, WH>())
+    static_assert(StaticHiddenSizesAgree<XH::value, WH::value>::ok);
+  if constexpr (both_static<XR, YR>())
+    static_assert(StaticTargetCountAgrees<XR::value, YR::value>::ok);
+  return true;
+}
+
 template <class X, class W>
 struct SameElement {
   static_assert(std::is_same_v<tensor_value_t<X>, tensor_value_t<W>>,
