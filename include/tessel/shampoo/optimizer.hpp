@@ -107,20 +107,13 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
   // matrix (a loaded state) or an inverse root, or more failed inverse-root computations in a row
   // than tolerated, throws tessel::Error naming the parameter and block after the factors of this
   // step were accumulated but before any parameter is changed.
-  void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads) {
-    check_step_arguments(params, grads);
-    auto const ptrs = pointers(params, grads);
-    run_step<false>(ptrs.first, ptrs.second, nullptr);
-  }
+  void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads);
   void step(std::vector<std::span<T>> const& params, std::vector<std::span<T const>> const& grads) {
     step(std::span<std::span<T> const>(params), std::span<std::span<T const> const>(grads));
   }
   // The same with bare pointers (the device's spelling): sizes are the plan's.
   // @pre params[i] and grads[i] hold the planned number of elements
-  void step(std::vector<T*> const& params, std::vector<T const*> const& grads) {
-    check_counts(params.size(), grads.size());
-    run_step<false>(params, grads, nullptr);
-  }
+  void step(std::vector<T*> const& params, std::vector<T const*> const& grads);
   // step({w1, w2}, {g1, g2}) with pointers: without this, two pointers would also read as the
   // iterator pair of one span.
   void step(std::initializer_list<T*> params, std::initializer_list<T const*> grads) {
@@ -133,15 +126,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
   // step is this on each block's owner, an exchange of the updates, and apply_update everywhere.
   // @pre updates.size() == update_numel() (tessel::Error otherwise, before anything is changed)
   void compute_updates(std::span<std::span<T> const> params,
-                       std::span<std::span<T const> const> grads, std::span<T> updates) {
-    check_step_arguments(params, grads);
-    if (updates.size() != static_cast<std::size_t>(update_numel()))
-      tessel::detail::throw_error(tessel::detail::sentence(
-          "compute_updates needs room for ", update_numel(), " update values (one per element of ",
-          plan_.num_blocks(), " blocks), got ", updates.size(), "."));
-    auto const ptrs = pointers(params, grads);
-    run_step<true>(ptrs.first, ptrs.second, updates.data());
-  }
+                       std::span<std::span<T const> const> grads, std::span<T> updates);
   void compute_updates(std::vector<std::span<T>> const& params,
                        std::vector<std::span<T const>> const& grads, std::span<T> updates) {
     compute_updates(std::span<std::span<T> const>(params),
@@ -149,10 +134,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
   }
   // @pre as step(pointers); updates holds update_numel() elements in the executor's memory
   void compute_updates(std::vector<T*> const& params, std::vector<T const*> const& grads,
-                       T* updates) {
-    check_counts(params.size(), grads.size());
-    run_step<true>(params, grads, updates);
-  }
+                       T* updates);
 
   // Elements of all blocks: the size of compute_updates' output.
   index_t update_numel() const noexcept { return update_offsets_.back(); }
@@ -204,31 +186,12 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
   // "factor_matrices" | "inv_factor_matrices", j]; [p, "block_i", "filtered_grad" |
   // "momentum_buffer" | "adagrad"] (the last three only when in use). The same keys, dtypes and
   // bytes on every executor: a device run saves, and resumes from, a host run's state.
-  StateDict state_dict() const {
-    StateDict out = expected_state();
-    std::int64_t const step = step_;
-    for (std::size_t p = 0; p < plan_.num_params(); ++p)
-      std::memcpy(out[{std::to_string(p), "step"}].data.data(), &step, sizeof step);
-    for (std::size_t gi = 0; gi < groups_.size(); ++gi)
-      for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of) {
-        std::vector<std::byte> host(static_cast<std::size_t>(slot_bytes * groups_[gi].count));
-        download(buffer, host);
-        for (index_t slot = 0; slot < groups_[gi].count; ++slot) {
-          auto& data = out.at(key_of(slot)).data;
-          std::memcpy(data.data(), host.data() + slot * slot_bytes, data.size());
-        }
-      });
-    B::wait(executor_);
-    return out;
-  }
+  StateDict state_dict() const;
 
   // Replaces the state by `state`, which must hold exactly the keys state_dict() would, with the
   // same dtypes and shapes, and one step count for all parameters. Everything is checked before
   // anything is copied: on error the optimizer is left exactly as it was.
-  void load_state_dict(StateDict const& state) {
-    index_t const step = check_state_dict(state);
-    assign_state_dict(state, step);
-  }
+  void load_state_dict(StateDict const& state);
 
  private:
   template <class U, class Y>
@@ -623,69 +586,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
 
   // ---- construction ----
 
-  void build() {
-    validate(options_);
-    groups_.resize(plan_.num_groups());
-    auto const all_segments = segments(plan_);
-    for (std::size_t gi = 0; gi < plan_.num_groups(); ++gi) {
-      Group& g = groups_[gi];
-      g.shape = plan_.groups[gi].shape;
-      g.count = plan_.groups[gi].count;
-      g.numel = plan_.groups[gi].numel();
-      index_t const order = g.shape.rank();
-      for (index_t k = 0; k < order; ++k) {
-        double const e = inverse_exponent(options_.inverse_exponent_override, order, k);
-        if (e == 0.0) continue;
-        try {
-          check_root_arguments(1.0 / e, options_.epsilon, options_.root);
-        } catch (Error const& error) {
-          tessel::detail::throw_error(detail::sentence("inverse_exponent_override gives dimension ",
-                                                       k, " of ", order, "-D blocks the exponent ",
-                                                       e, ", but ", error.what()));
-        }
-        typename Group::Mode m;
-        m.dim = k;
-        m.d = g.shape[k];
-        m.root = 1.0 / e;
-        m.dtype = options_.factor_matrix_dtype;
-        index_t const nn = g.count * m.d * m.d;
-        m.factors = B::template allocate<std::byte>(nn * static_cast<index_t>(dtype_size(m.dtype)));
-        m.inverse_roots = B::template allocate<T>(nn);
-        std::vector<T> identities(static_cast<std::size_t>(nn), T(0));
-        for (index_t i = 0; i < g.count * m.d; ++i)
-          identities[static_cast<std::size_t>(i * m.d + i % m.d)] = T(1);  // slot i / d, row i % d
-        B::from_host(executor_, identities.data(), nn, m.inverse_roots.data());
-        B::wait(executor_);  // identities is about to go
-        g.modes.push_back(std::move(m));
-      }
-      index_t const n = g.count * g.numel;
-      if (options_.beta1 != 0.0) {
-        g.filtered = B::template allocate<T>(n);
-        g.direction = B::template allocate<T>(n);
-      }
-      if (options_.momentum != 0.0) g.momentum = B::template allocate<T>(n);
-      if (keeps_grafting_state(options_.grafting.type)) g.grafting = B::template allocate<T>(n);
-      g.grad = B::template allocate<T>(n);
-      g.search = B::template allocate<T>(n);
-      g.spare = B::template allocate<T>(n);
-      g.scale = B::template allocate<T>(g.count);
-      g.per_slot = B::template allocate<double>(
-          2 * g.count * std::max<index_t>(1, static_cast<index_t>(g.modes.size())));
-      g.blocks.assign(static_cast<std::size_t>(g.count), 0);
-      g.failures.assign(static_cast<std::size_t>(g.count), 0);
-      g.errors.resize(static_cast<std::size_t>(g.count));
-    }
-    for (auto const& s : all_segments)
-      groups_[static_cast<std::size_t>(s.group)].segments.push_back(s);
-    update_offsets_.assign(plan_.num_blocks() + 1, 0);
-    for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
-      Group& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
-      g.blocks[static_cast<std::size_t>(plan_.blocks[b].slot)] = static_cast<index_t>(b);
-      update_offsets_[b + 1] = update_offsets_[b] + g.numel;
-    }
-    grad_flags_ = B::template allocate<T>(static_cast<index_t>(plan_.num_params()));
-    B::wait(executor_);
-  }
+  void build();
 
   // A distributed step stages momentum: its buffers, made once.
   void prepare_staging() {
@@ -839,4 +740,152 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
   index_t step_ = 0;
 };
 
+// The entry points to the step are defined out of the class: not inline, so a translation unit
+// that declares the instantiation extern (TESSEL_SHAMPOO_PREBUILT, below) compiles none of the
+// step, even where the optimizer would inline.
+template <class T, PlanTag P, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void Shampoo<T, P, X>::step(std::span<std::span<T> const> params,
+                                                  std::span<std::span<T const> const> grads) {
+  check_step_arguments(params, grads);
+  auto const ptrs = pointers(params, grads);
+  run_step<false>(ptrs.first, ptrs.second, nullptr);
+}
+
+template <class T, PlanTag P, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void Shampoo<T, P, X>::step(std::vector<T*> const& params,
+                                                  std::vector<T const*> const& grads) {
+  check_counts(params.size(), grads.size());
+  run_step<false>(params, grads, nullptr);
+}
+
+template <class T, PlanTag P, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void Shampoo<T, P, X>::compute_updates(
+        std::span<std::span<T> const> params, std::span<std::span<T const> const> grads,
+        std::span<T> updates) {
+  check_step_arguments(params, grads);
+  if (updates.size() != static_cast<std::size_t>(update_numel()))
+    tessel::detail::throw_error(tessel::detail::sentence(
+        "compute_updates needs room for ", update_numel(), " update values (one per element of ",
+        plan_.num_blocks(), " blocks), got ", updates.size(), "."));
+  auto const ptrs = pointers(params, grads);
+  run_step<true>(ptrs.first, ptrs.second, updates.data());
+}
+
+template <class T, PlanTag P, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void Shampoo<T, P, X>::compute_updates(std::vector<T*> const& params,
+                                                             std::vector<T const*> const& grads,
+                                                             T* updates) {
+  check_counts(params.size(), grads.size());
+  run_step<true>(params, grads, updates);
+}
+
+template <class T, PlanTag P, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executor<X> StateDict
+    Shampoo<T, P, X>::state_dict() const {
+  StateDict out = expected_state();
+  std::int64_t const step = step_;
+  for (std::size_t p = 0; p < plan_.num_params(); ++p)
+    std::memcpy(out[{std::to_string(p), "step"}].data.data(), &step, sizeof step);
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi)
+    for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of) {
+      std::vector<std::byte> host(static_cast<std::size_t>(slot_bytes * groups_[gi].count));
+      download(buffer, host);
+      for (index_t slot = 0; slot < groups_[gi].count; ++slot) {
+        auto& data = out.at(key_of(slot)).data;
+        std::memcpy(data.data(), host.data() + slot * slot_bytes, data.size());
+      }
+    });
+  B::wait(executor_);
+  return out;
+}
+
+template <class T, PlanTag P, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void Shampoo<T, P, X>::load_state_dict(StateDict const& state) {
+  index_t const step = check_state_dict(state);
+  assign_state_dict(state, step);
+}
+
+template <class T, PlanTag P, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void Shampoo<T, P, X>::build() {
+  validate(options_);
+  groups_.resize(plan_.num_groups());
+  auto const all_segments = segments(plan_);
+  for (std::size_t gi = 0; gi < plan_.num_groups(); ++gi) {
+    Group& g = groups_[gi];
+    g.shape = plan_.groups[gi].shape;
+    g.count = plan_.groups[gi].count;
+    g.numel = plan_.groups[gi].numel();
+    index_t const order = g.shape.rank();
+    for (index_t k = 0; k < order; ++k) {
+      double const e = inverse_exponent(options_.inverse_exponent_override, order, k);
+      if (e == 0.0) continue;
+      try {
+        check_root_arguments(1.0 / e, options_.epsilon, options_.root);
+      } catch (Error const& error) {
+        tessel::detail::throw_error(detail::sentence("inverse_exponent_override gives dimension ",
+                                                     k, " of ", order, "-D blocks the exponent ", e,
+                                                     ", but ", error.what()));
+      }
+      typename Group::Mode m;
+      m.dim = k;
+      m.d = g.shape[k];
+      m.root = 1.0 / e;
+      m.dtype = options_.factor_matrix_dtype;
+      index_t const nn = g.count * m.d * m.d;
+      m.factors = B::template allocate<std::byte>(nn * static_cast<index_t>(dtype_size(m.dtype)));
+      m.inverse_roots = B::template allocate<T>(nn);
+      std::vector<T> identities(static_cast<std::size_t>(nn), T(0));
+      for (index_t i = 0; i < g.count * m.d; ++i)
+        identities[static_cast<std::size_t>(i * m.d + i % m.d)] = T(1);  // slot i / d, row i % d
+      B::from_host(executor_, identities.data(), nn, m.inverse_roots.data());
+      B::wait(executor_);  // identities is about to go
+      g.modes.push_back(std::move(m));
+    }
+    index_t const n = g.count * g.numel;
+    if (options_.beta1 != 0.0) {
+      g.filtered = B::template allocate<T>(n);
+      g.direction = B::template allocate<T>(n);
+    }
+    if (options_.momentum != 0.0) g.momentum = B::template allocate<T>(n);
+    if (keeps_grafting_state(options_.grafting.type)) g.grafting = B::template allocate<T>(n);
+    g.grad = B::template allocate<T>(n);
+    g.search = B::template allocate<T>(n);
+    g.spare = B::template allocate<T>(n);
+    g.scale = B::template allocate<T>(g.count);
+    g.per_slot = B::template allocate<double>(
+        2 * g.count * std::max<index_t>(1, static_cast<index_t>(g.modes.size())));
+    g.blocks.assign(static_cast<std::size_t>(g.count), 0);
+    g.failures.assign(static_cast<std::size_t>(g.count), 0);
+    g.errors.resize(static_cast<std::size_t>(g.count));
+  }
+  for (auto const& s : all_segments)
+    groups_[static_cast<std::size_t>(s.group)].segments.push_back(s);
+  update_offsets_.assign(plan_.num_blocks() + 1, 0);
+  for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
+    Group& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
+    g.blocks[static_cast<std::size_t>(plan_.blocks[b].slot)] = static_cast<index_t>(b);
+    update_offsets_[b + 1] = update_offsets_[b] + g.numel;
+  }
+  grad_flags_ = B::template allocate<T>(static_cast<index_t>(plan_.num_params()));
+  B::wait(executor_);
+}
+
 }  // namespace tessel::shampoo
+
+// The tessel::shampoo_prebuilt library (CMake; src/shampoo_prebuilt.cpp) compiles the common
+// optimizers once. A translation unit built with TESSEL_SHAMPOO_PREBUILT (the library's targets
+// get it) links to them instead of compiling the step itself, which is most of a Shampoo
+// program's compile time (docs/benchmarks.md). Other instantiations (a static plan, another
+// executor) are compiled where they are used, as without the library.
+#if defined(TESSEL_SHAMPOO_PREBUILT)
+namespace tessel::shampoo {
+extern template class Shampoo<float>;
+extern template class Shampoo<double>;
+}  // namespace tessel::shampoo
+#endif

@@ -293,65 +293,7 @@ class DistributedShampoo {
  private:
   static constexpr std::size_t header_bytes = sizeof(std::int64_t);
 
-  void run(std::vector<T*> const& params, std::vector<T const*> const& grads) {
-    // A gradient that would overflow a factor is refused before anything changes, as Shampoo
-    // refuses it: each rank bounds its own blocks, and one all-gather of 8 bytes per rank makes
-    // every rank throw the first failure in plan order (so no rank counts the step alone).
-    {
-      std::int64_t code = none;
-      std::string message;
-      if (auto bound = local_->check_gradients_and_bounds(params, grads)) {
-        code = static_cast<std::int64_t>(owned_[bound->block]);
-        message = std::move(bound->message);
-      }
-      B::from_host(executor_, &code, 1, codes_.data());
-      B::wait(executor_);
-      auto const n = static_cast<std::size_t>(group_->size());
-      group_->all_gather(std::as_bytes(std::span(codes_.data(), 1)),
-                         std::as_writable_bytes(std::span(codes_.data() + 1, n)));
-      std::vector<std::int64_t> codes(n);
-      B::to_host(executor_, codes_.data() + 1, static_cast<index_t>(n), codes.data());
-      B::wait(executor_);
-      throw_first_failure(*std::min_element(codes.begin(), codes.end()), std::move(message));
-    }
-    auto failure =
-        local_->template prepare_updates<true>(params, grads, local_updates_.data(), true);
-    // The header: this rank's first failure as kind * blocks + block (accumulation failures before
-    // updates that the communication dtype cannot hold, as one process meets them), or none.
-    auto const nb = static_cast<std::int64_t>(plan_.num_blocks());
-    std::int64_t code = none;
-    std::string message;
-    if (failure) {
-      code = static_cast<std::int64_t>(owned_[failure->block]);
-      message = std::move(failure->message);
-    } else if (auto bad = pack()) {
-      auto const lb =
-          static_cast<std::size_t>(std::upper_bound(local_->update_offsets_.begin(),
-                                                    local_->update_offsets_.end(), bad->first) -
-                                   local_->update_offsets_.begin() - 1);
-      BlockPlan const& bp = plan_.blocks[static_cast<std::size_t>(owned_[lb])];
-      code = nb + static_cast<std::int64_t>(owned_[lb]);
-      message = tessel::detail::sentence(
-          "the update of ", shampoo::detail::block_name(bp.param, bp.index), " has the value ",
-          bad->second, " at element ", bad->first - local_->update_offset(lb), ", which ",
-          dtype_name(distributed_.communication_dtype),
-          " cannot hold; choose a wider communication_dtype.");
-    }
-    B::from_host(executor_, reinterpret_cast<std::byte const*>(&code),
-                 static_cast<index_t>(header_bytes), send_.data());
-    B::wait(executor_);
-    group_->all_gather_v(std::span<std::byte const>(send_.data(), sent_bytes()),
-                         std::span<std::byte>(recv_.data(), exchanged_bytes()), counts_);
-    std::vector<std::int64_t> headers(counts_.size(), none);
-    for (std::size_t r = 0; r < counts_.size(); ++r)
-      B::to_host(executor_, recv_.data() + offsets_[r], static_cast<index_t>(header_bytes),
-                 reinterpret_cast<std::byte*>(headers.data() + r));
-    B::wait(executor_);
-    std::int64_t const first = *std::min_element(headers.begin(), headers.end());
-    throw_first_failure(first, std::move(message));
-    local_->commit_momentum();
-    apply(params);
-  }
+  void run(std::vector<T*> const& params, std::vector<T const*> const& grads);
 
   // This rank's updates, rounded to the communication dtype, into the payload of send_; the first
   // update the dtype cannot hold (its index and value), or none.
@@ -441,41 +383,7 @@ class DistributedShampoo {
   // The all-gather layout: rank r's contribution is an 8-byte header and the updates of its blocks
   // in plan order (block b's at update_at_[b] - rank_first_[r] elements into it); all_updates_
   // holds them as T, group by group and slot by slot of the full plan (group_first_).
-  void build_layout() {
-    auto const G = static_cast<std::size_t>(group_->size());
-    counts_.assign(G, header_bytes);
-    rank_first_.assign(G + 1, 0);
-    std::vector<index_t> numel(G, 0);
-    for (auto const& b : plan_.blocks)
-      numel[static_cast<std::size_t>(b.rank)] +=
-          plan_.groups[static_cast<std::size_t>(b.group)].numel();
-    for (std::size_t r = 0; r < G; ++r) {
-      counts_[r] += static_cast<std::size_t>(numel[r]) * element_bytes();
-      rank_first_[r + 1] = rank_first_[r] + static_cast<std::size_t>(numel[r]);
-    }
-    offsets_.assign(G + 1, 0);
-    for (std::size_t r = 0; r < G; ++r) offsets_[r + 1] = offsets_[r] + counts_[r];
-    std::vector<std::size_t> next(rank_first_.begin(), rank_first_.end() - 1);
-    update_at_.resize(plan_.num_blocks());
-    for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
-      auto const r = static_cast<std::size_t>(plan_.blocks[b].rank);
-      update_at_[b] = next[r];
-      next[r] += static_cast<std::size_t>(plan_.group_of(b).numel());
-      if (plan_.blocks[b].rank == group_->rank()) owned_.push_back(static_cast<index_t>(b));
-    }
-    group_first_.assign(plan_.num_groups() + 1, 0);
-    for (std::size_t g = 0; g < plan_.num_groups(); ++g)
-      group_first_[g + 1] = group_first_[g] + static_cast<std::size_t>(plan_.groups[g].count *
-                                                                       plan_.groups[g].numel());
-    segments_ = segments(plan_);
-    local_updates_ = B::template allocate<T>(local_->update_numel());
-    all_updates_ = B::template allocate<T>(static_cast<index_t>(group_first_.back()));
-    send_ = B::template allocate<std::byte>(static_cast<index_t>(sent_bytes()));
-    recv_ = B::template allocate<std::byte>(static_cast<index_t>(exchanged_bytes()));
-    codes_ = B::template allocate<std::int64_t>(static_cast<index_t>(G + 1));
-    first_bad_ = B::template allocate<index_t>(1);
-    local_->prepare_staging();
-  }
+  void build_layout();
 
   template <class U>
   using Buffer = typename B::template Buffer<U>;
@@ -495,4 +403,114 @@ class DistributedShampoo {
   Buffer<index_t> first_bad_;   // where the first update the communication dtype cannot hold is
 };
 
+// Out of the class, so not inline: a translation unit that declares the instantiation extern
+// (TESSEL_SHAMPOO_PREBUILT, below) compiles none of the step.
+template <class T, class X>
+requires exec::Executor<X>
+void DistributedShampoo<T, X>::run(std::vector<T*> const& params,
+                                   std::vector<T const*> const& grads) {
+  // A gradient that would overflow a factor is refused before anything changes, as Shampoo
+  // refuses it: each rank bounds its own blocks, and one all-gather of 8 bytes per rank makes
+  // every rank throw the first failure in plan order (so no rank counts the step alone).
+  {
+    std::int64_t code = none;
+    std::string message;
+    if (auto bound = local_->check_gradients_and_bounds(params, grads)) {
+      code = static_cast<std::int64_t>(owned_[bound->block]);
+      message = std::move(bound->message);
+    }
+    B::from_host(executor_, &code, 1, codes_.data());
+    B::wait(executor_);
+    auto const n = static_cast<std::size_t>(group_->size());
+    group_->all_gather(std::as_bytes(std::span(codes_.data(), 1)),
+                       std::as_writable_bytes(std::span(codes_.data() + 1, n)));
+    std::vector<std::int64_t> codes(n);
+    B::to_host(executor_, codes_.data() + 1, static_cast<index_t>(n), codes.data());
+    B::wait(executor_);
+    throw_first_failure(*std::min_element(codes.begin(), codes.end()), std::move(message));
+  }
+  auto failure = local_->template prepare_updates<true>(params, grads, local_updates_.data(), true);
+  // The header: this rank's first failure as kind * blocks + block (accumulation failures before
+  // updates that the communication dtype cannot hold, as one process meets them), or none.
+  auto const nb = static_cast<std::int64_t>(plan_.num_blocks());
+  std::int64_t code = none;
+  std::string message;
+  if (failure) {
+    code = static_cast<std::int64_t>(owned_[failure->block]);
+    message = std::move(failure->message);
+  } else if (auto bad = pack()) {
+    auto const lb =
+        static_cast<std::size_t>(std::upper_bound(local_->update_offsets_.begin(),
+                                                  local_->update_offsets_.end(), bad->first) -
+                                 local_->update_offsets_.begin() - 1);
+    BlockPlan const& bp = plan_.blocks[static_cast<std::size_t>(owned_[lb])];
+    code = nb + static_cast<std::int64_t>(owned_[lb]);
+    message = tessel::detail::sentence(
+        "the update of ", shampoo::detail::block_name(bp.param, bp.index), " has the value ",
+        bad->second, " at element ", bad->first - local_->update_offset(lb), ", which ",
+        dtype_name(distributed_.communication_dtype),
+        " cannot hold; choose a wider communication_dtype.");
+  }
+  B::from_host(executor_, reinterpret_cast<std::byte const*>(&code),
+               static_cast<index_t>(header_bytes), send_.data());
+  B::wait(executor_);
+  group_->all_gather_v(std::span<std::byte const>(send_.data(), sent_bytes()),
+                       std::span<std::byte>(recv_.data(), exchanged_bytes()), counts_);
+  std::vector<std::int64_t> headers(counts_.size(), none);
+  for (std::size_t r = 0; r < counts_.size(); ++r)
+    B::to_host(executor_, recv_.data() + offsets_[r], static_cast<index_t>(header_bytes),
+               reinterpret_cast<std::byte*>(headers.data() + r));
+  B::wait(executor_);
+  std::int64_t const first = *std::min_element(headers.begin(), headers.end());
+  throw_first_failure(first, std::move(message));
+  local_->commit_momentum();
+  apply(params);
+}
+
+template <class T, class X>
+requires exec::Executor<X>
+void DistributedShampoo<T, X>::build_layout() {
+  auto const G = static_cast<std::size_t>(group_->size());
+  counts_.assign(G, header_bytes);
+  rank_first_.assign(G + 1, 0);
+  std::vector<index_t> numel(G, 0);
+  for (auto const& b : plan_.blocks)
+    numel[static_cast<std::size_t>(b.rank)] +=
+        plan_.groups[static_cast<std::size_t>(b.group)].numel();
+  for (std::size_t r = 0; r < G; ++r) {
+    counts_[r] += static_cast<std::size_t>(numel[r]) * element_bytes();
+    rank_first_[r + 1] = rank_first_[r] + static_cast<std::size_t>(numel[r]);
+  }
+  offsets_.assign(G + 1, 0);
+  for (std::size_t r = 0; r < G; ++r) offsets_[r + 1] = offsets_[r] + counts_[r];
+  std::vector<std::size_t> next(rank_first_.begin(), rank_first_.end() - 1);
+  update_at_.resize(plan_.num_blocks());
+  for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
+    auto const r = static_cast<std::size_t>(plan_.blocks[b].rank);
+    update_at_[b] = next[r];
+    next[r] += static_cast<std::size_t>(plan_.group_of(b).numel());
+    if (plan_.blocks[b].rank == group_->rank()) owned_.push_back(static_cast<index_t>(b));
+  }
+  group_first_.assign(plan_.num_groups() + 1, 0);
+  for (std::size_t g = 0; g < plan_.num_groups(); ++g)
+    group_first_[g + 1] =
+        group_first_[g] + static_cast<std::size_t>(plan_.groups[g].count * plan_.groups[g].numel());
+  segments_ = segments(plan_);
+  local_updates_ = B::template allocate<T>(local_->update_numel());
+  all_updates_ = B::template allocate<T>(static_cast<index_t>(group_first_.back()));
+  send_ = B::template allocate<std::byte>(static_cast<index_t>(sent_bytes()));
+  recv_ = B::template allocate<std::byte>(static_cast<index_t>(exchanged_bytes()));
+  codes_ = B::template allocate<std::int64_t>(static_cast<index_t>(G + 1));
+  first_bad_ = B::template allocate<index_t>(1);
+  local_->prepare_staging();
+}
+
 }  // namespace tessel::shampoo
+
+// Compiled once in the tessel::shampoo_prebuilt library (see the end of shampoo/optimizer.hpp).
+#if defined(TESSEL_SHAMPOO_PREBUILT)
+namespace tessel::shampoo {
+extern template class DistributedShampoo<float>;
+extern template class DistributedShampoo<double>;
+}  // namespace tessel::shampoo
+#endif
