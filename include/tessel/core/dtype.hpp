@@ -245,8 +245,8 @@ constexpr decltype(auto) visit_dtype(DType d, F&& f) {
     case DType::f64:
       return f(std::type_identity<double>{});
   }
-  detail::throw_error(detail::sentence("the value ", static_cast<int>(d),
-                                       " is not a tessel::DType."));
+  detail::throw_error(
+      detail::sentence("the value ", static_cast<int>(d), " is not a tessel::DType."));
 }
 
 }  // namespace tessel

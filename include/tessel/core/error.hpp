@@ -3,9 +3,9 @@
 
 #include <charconv>
 #include <stdexcept>
-#include <system_error>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <type_traits>
 
 #include "config.hpp"

@@ -82,7 +82,8 @@ void print_layout(std::ostream& os, L const& l) {
     for (index_t k = 0; k + 2 < r; ++k) slices *= extents[static_cast<std::size_t>(k)];
     index_t widest = 1;  // one cell width for every slice, so they line up
     for (index_t i = 0; i < slices * rows * cols; ++i)
-      widest = std::max<index_t>(widest, static_cast<index_t>(std::to_string(to_index(l(i))).size()));
+      widest =
+          std::max<index_t>(widest, static_cast<index_t>(std::to_string(to_index(l(i))).size()));
     for (index_t s = 0; s < slices; ++s) {
       if (r > 2) {
         // The slice's leading coordinates, row-major over modes 0 .. r-3.
@@ -95,9 +96,8 @@ void print_layout(std::ostream& os, L const& l) {
         }
         os << (s > 0 ? "\n" : "") << '(' << head << ",_,_):\n";
       }
-      detail::print_offset_grid(os, rows, cols, r >= 2, widest, [&](index_t i) {
-        return to_index(l(s * rows * cols + i));
-      });
+      detail::print_offset_grid(os, rows, cols, r >= 2, widest,
+                                [&](index_t i) { return to_index(l(s * rows * cols + i)); });
     }
   }
 }

@@ -59,14 +59,13 @@ class SerialEigen {
 };
 
 template <class T, bool RowMajor>
-using EigenMatrixMap =
-    Eigen::Map<std::conditional_t<std::is_const_v<T>,
-                                  Eigen::Matrix<std::remove_const_t<T>, Eigen::Dynamic,
-                                                Eigen::Dynamic,
-                                                RowMajor ? Eigen::RowMajor : Eigen::ColMajor> const,
-                                  Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic,
-                                                RowMajor ? Eigen::RowMajor : Eigen::ColMajor>>,
-               Eigen::Unaligned, Eigen::OuterStride<>>;
+using EigenMatrixMap = Eigen::Map<
+    std::conditional_t<std::is_const_v<T>,
+                       Eigen::Matrix<std::remove_const_t<T>, Eigen::Dynamic, Eigen::Dynamic,
+                                     RowMajor ? Eigen::RowMajor : Eigen::ColMajor> const,
+                       Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic,
+                                     RowMajor ? Eigen::RowMajor : Eigen::ColMajor>>,
+    Eigen::Unaligned, Eigen::OuterStride<>>;
 
 // Matrix b of m as an Eigen map of its own storage order.
 template <bool RowMajor, class T>
@@ -79,11 +78,15 @@ EigenMatrixMap<T, RowMajor> eigen_map(MatrixBatch<T> const& m, index_t b) {
 template <class F>
 void with_orders(bool a_row, bool b_row, F const& f) {
   if (a_row) {
-    if (b_row) f(std::true_type{}, std::true_type{});
-    else f(std::true_type{}, std::false_type{});
+    if (b_row)
+      f(std::true_type{}, std::true_type{});
+    else
+      f(std::true_type{}, std::false_type{});
   } else {
-    if (b_row) f(std::false_type{}, std::true_type{});
-    else f(std::false_type{}, std::false_type{});
+    if (b_row)
+      f(std::false_type{}, std::true_type{});
+    else
+      f(std::false_type{}, std::false_type{});
   }
 }
 
@@ -119,8 +122,8 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
   static_assert(align <= dense_tile_grain, "tessel: a dense tile must hold a register block.");
   index_t tiles = 1;
   if (batch < threads)
-    tiles = std::max<index_t>(1, std::min<index_t>((threads + batch - 1) / batch,
-                                                   span / dense_tile_grain));
+    tiles = std::max<index_t>(
+        1, std::min<index_t>((threads + batch - 1) / batch, span / dense_tile_grain));
   T const alpha = static_cast<T>(s.alpha), beta = static_cast<T>(s.beta);
   with_orders(a.row_major(), b.row_major(), [&](auto a_row, auto b_row) {
     auto run = [&](index_t begin, index_t end) {
@@ -136,8 +139,10 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
         index_t const j0 = by_cols ? first : 0, w = by_cols ? count : n;
         auto out = cm.block(i0, j0, h, w);
         if (k == 0) {
-          if (beta == T(0)) out.setZero();
-          else out *= beta;
+          if (beta == T(0))
+            out.setZero();
+          else
+            out *= beta;
         } else if (beta == T(0)) {
           out.noalias() = alpha * (am.middleRows(i0, h) * bm.middleCols(j0, w));
         } else {
@@ -157,15 +162,16 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
 
 // C = alpha A A^T + beta C, C row-major, both triangles written. @pre check_syrk passed
 template <class T>
-void host_syrk(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const& a,
-               DenseScale s) {
+void host_syrk(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const& a, DenseScale s) {
   index_t const batch = c.batch, n = c.rows;
   if (batch == 0 || n == 0) return;
   T const alpha = static_cast<T>(s.alpha), beta = static_cast<T>(s.beta);
   auto one = [&](index_t mat, auto a_row) {
     auto cm = eigen_map<true>(c, mat);
-    if (beta == T(0)) cm.setZero();
-    else if (beta != T(1)) cm *= beta;
+    if (beta == T(0))
+      cm.setZero();
+    else if (beta != T(1))
+      cm *= beta;
     if (a.cols > 0)
       cm.template selfadjointView<Eigen::Lower>().rankUpdate(
           eigen_map<decltype(a_row)::value>(a, a.batch == 1 ? 0 : mat), alpha);
@@ -174,8 +180,10 @@ void host_syrk(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
   };
   auto run = [&](index_t begin, index_t end) {
     for (index_t mat = begin; mat < end; ++mat) {
-      if (a.row_major()) one(mat, std::true_type{});
-      else one(mat, std::false_type{});
+      if (a.row_major())
+        one(mat, std::true_type{});
+      else
+        one(mat, std::false_type{});
     }
   };
   if (threads <= 1 || batch == 1) {
@@ -211,9 +219,9 @@ void gemm(X const& executor, C const& c, A const& a, B const& b, DenseScale scal
   auto am = detail::matrix_batch(a, "A");
   auto bm = detail::matrix_batch(b, "B");
   detail::check_gemm(cm, am, bm);
-  detail::MatrixBatch<T const> ac{am.data, am.batch, am.rows, am.cols,
+  detail::MatrixBatch<T const> ac{am.data,         am.batch,      am.rows,      am.cols,
                                   am.batch_stride, am.row_stride, am.col_stride};
-  detail::MatrixBatch<T const> bc{bm.data, bm.batch, bm.rows, bm.cols,
+  detail::MatrixBatch<T const> bc{bm.data,         bm.batch,      bm.rows,      bm.cols,
                                   bm.batch_stride, bm.row_stride, bm.col_stride};
   if (!cm.row_major()) {  // C^T = B^T A^T, with C^T row-major
     cm = cm.transposed();
@@ -232,16 +240,16 @@ void syrk(X const& executor, C const& c, A const& a, DenseScale scale = {}) {
   using T = typename C::value_type;
   static_assert(detail::host_dense_type_v<T> && std::is_same_v<typename A::value_type, T>,
                 "tessel: the host syrk works on float or double matrices of one type.");
-  static_assert(std::is_same_v<typename C::space, HostSpace> &&
-                    std::is_same_v<typename A::space, HostSpace>,
-                "tessel: a host executor works on host tensors; use exec::Cuda for device "
-                "tensors (<tessel/exec/cuda/dense.hpp>).");
+  static_assert(
+      std::is_same_v<typename C::space, HostSpace> && std::is_same_v<typename A::space, HostSpace>,
+      "tessel: a host executor works on host tensors; use exec::Cuda for device "
+      "tensors (<tessel/exec/cuda/dense.hpp>).");
   auto cm = detail::matrix_batch(c, "C");
   auto am = detail::matrix_batch(a, "A");
   detail::check_syrk(cm, am);
   // A A^T is symmetric, so a column-major C is written as its (row-major) transpose.
   if (!cm.row_major()) cm = cm.transposed();
-  detail::MatrixBatch<T const> ac{am.data, am.batch, am.rows, am.cols,
+  detail::MatrixBatch<T const> ac{am.data,         am.batch,      am.rows,      am.cols,
                                   am.batch_stride, am.row_stride, am.col_stride};
   index_t const work = cm.batch * cm.rows * cm.rows * (am.cols > 0 ? am.cols : 1);
   detail::host_syrk(detail::threads_for(executor, work), cm, ac, scale);

@@ -33,9 +33,9 @@ struct CombineTargetSummary {
 // Every lane's share of the targets and class weights, combined over lanes.
 // @post every lane gets the whole summary
 template <class Ctx, class Y, class T>
-TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx const& ctx, Y const* target, index_t target_stride,
-                                                   index_t bt, index_t vocab, index_t ignore_index,
-                                                   T const* class_weights,
+TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx const& ctx, Y const* target,
+                                                   index_t target_stride, index_t bt, index_t vocab,
+                                                   index_t ignore_index, T const* class_weights,
                                                    index_t class_weight_stride) {
   using C = accum_t<T>;
   TargetSummary s;
@@ -160,8 +160,7 @@ struct FinalizeLosses {
 
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t) const {
-    finalize_losses(ctx, row_ce, row_z, bt, reduction, scales, loss, loss_stride, z_loss,
-                    z_stride);
+    finalize_losses(ctx, row_ce, row_z, bt, reduction, scales, loss, loss_stride, z_loss, z_stride);
   }
 };
 

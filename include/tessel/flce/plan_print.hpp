@@ -10,8 +10,8 @@ namespace tessel::flce {
 
 inline std::ostream& operator<<(std::ostream& os, FlcePlan const& p) {
   return os << "FLCE plan: BT " << p.bt << ", H " << p.hidden << ", V " << p.vocab << "; "
-            << p.num_chunks << (p.num_chunks == 1 ? " chunk" : " chunks") << " of "
-            << p.chunk_size << (p.chunk_size == 1 ? " row" : " rows");
+            << p.num_chunks << (p.num_chunks == 1 ? " chunk" : " chunks") << " of " << p.chunk_size
+            << (p.chunk_size == 1 ? " row" : " rows");
 }
 
 template <index_t BT, index_t H, index_t V, index_t Chunk>

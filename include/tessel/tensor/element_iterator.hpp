@@ -62,8 +62,12 @@ class ElementIterator {
   friend difference_type operator-(ElementIterator const& a, ElementIterator const& b) {
     return static_cast<difference_type>(a.i_ - b.i_);
   }
-  friend bool operator==(ElementIterator const& a, ElementIterator const& b) { return a.i_ == b.i_; }
-  friend auto operator<=>(ElementIterator const& a, ElementIterator const& b) { return a.i_ <=> b.i_; }
+  friend bool operator==(ElementIterator const& a, ElementIterator const& b) {
+    return a.i_ == b.i_;
+  }
+  friend auto operator<=>(ElementIterator const& a, ElementIterator const& b) {
+    return a.i_ <=> b.i_;
+  }
 
  private:
   T const* tensor_ = nullptr;

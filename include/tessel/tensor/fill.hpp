@@ -24,10 +24,10 @@ constexpr void check_fillable() {
                 "copy it to the device.");
   static_assert(!std::is_const_v<typename Tn::element_type>,
                 "tessel: cannot fill a tensor of const elements.");
-  static_assert(std::is_floating_point_v<V> || std::is_same_v<V, half> ||
-                    std::is_same_v<V, bfloat16>,
-                "tessel: fill_uniform and fill_normal fill floating-point tensors (f16, bf16, f32, "
-                "f64).");
+  static_assert(
+      std::is_floating_point_v<V> || std::is_same_v<V, half> || std::is_same_v<V, bfloat16>,
+      "tessel: fill_uniform and fill_normal fill floating-point tensors (f16, bf16, f32, "
+      "f64).");
 }
 
 template <class T, class Draw>
@@ -63,8 +63,10 @@ template <TensorType T, std::uniform_random_bit_generator G>
 void fill_normal(T&& t, G& rng, double mean = 0.0, double stddev = 1.0) {
   detail::check_fillable<T>();
   if (!(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0.0))
-    detail::throw_error(detail::sentence("fill_normal needs a finite mean and a finite stddev >= "
-                                         "0, got mean ", mean, " and stddev ", stddev, "."));
+    detail::throw_error(
+        detail::sentence("fill_normal needs a finite mean and a finite stddev >= "
+                         "0, got mean ",
+                         mean, " and stddev ", stddev, "."));
   if (stddev == 0.0) {  // std::normal_distribution requires stddev > 0
     detail::fill_with(t, [&] { return mean; });
     return;

@@ -108,8 +108,8 @@ struct TensorText {
   std::size_t width = 0;
 };
 
-inline void write_nested(std::ostream& os, TensorText const& t, std::size_t mode,
-                         std::size_t& cell, std::size_t indent) {
+inline void write_nested(std::ostream& os, TensorText const& t, std::size_t mode, std::size_t& cell,
+                         std::size_t indent) {
   if (mode == t.extents.size()) {
     std::string const& s = t.cells[cell++];
     os << std::string(t.width - s.size(), ' ') << s;

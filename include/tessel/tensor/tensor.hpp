@@ -143,10 +143,10 @@ class Tensor {
         ok = coords[k] >= 0 && coords[k] < extents[k];
     }
     if (!ok)
-      detail::throw_error(detail::sentence(
-          "coordinate ", detail::shape_text(make_tuple(to_index(c)...)),
-          " is out of bounds for a tensor of shape ",
-          detail::shape_text(product_each(layout_.shape())), "."));
+      detail::throw_error(detail::sentence("coordinate ",
+                                           detail::shape_text(make_tuple(to_index(c)...)),
+                                           " is out of bounds for a tensor of shape ",
+                                           detail::shape_text(product_each(layout_.shape())), "."));
   }
 
   // The elements in logical row-major order, as t[i] visits them: `for (float& x : t)`. Host

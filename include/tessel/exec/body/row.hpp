@@ -20,9 +20,8 @@ namespace tessel::exec {
 // numbering argmax reports); combined over all lanes. `end` may be a static Int<N> (a row length
 // the compiler knows, e.g. FLCE's vocabulary): the loop bound is then a constant.
 template <class Ctx, class Op, class Row, Integer End>
-TESSEL_HOST_DEVICE TESSEL_FORCEINLINE typename Op::state_type row_reduce_body(Ctx const& ctx, Op const& op,
-                                                           Row const& row, index_t begin, End end,
-                                                           index_t index_base = 0) {
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE typename Op::state_type row_reduce_body(
+    Ctx const& ctx, Op const& op, Row const& row, index_t begin, End end, index_t index_base = 0) {
   auto s = op.identity();
   for (index_t i = begin + ctx.lane(); i < end; i += ctx.lanes())
     s = op.update(s, row(i), index_base + i);
@@ -36,8 +35,8 @@ using row_value_t = std::remove_cvref_t<decltype(std::declval<Row const&>()(inde
 
 // op over row(0..n), finalized.
 template <class Ctx, class Op, class Row, Integer N>
-TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_reduction(Ctx const& ctx, Op const& op, Row const& row,
-                                                         N n) {
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_reduction(Ctx const& ctx, Op const& op,
+                                                         Row const& row, N n) {
   return op.finalize(row_reduce_body(ctx, op, row, 0, n), n);
 }
 
@@ -48,8 +47,9 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_reduction(Ctx const& ctx, Op cons
 // row(i) read: softmax in place, FLCE's gradient over its logits.
 // @post write(i) was called exactly once for every i in [0, n)
 template <class Ctx, class Op, class Row, Integer N, class Epilogue>
-TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_reduce_epilogue_body(Ctx const& ctx, Op const& op, Row const& row, N n,
-                                                 Epilogue const& epilogue) {
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_reduce_epilogue_body(Ctx const& ctx, Op const& op,
+                                                                    Row const& row, N n,
+                                                                    Epilogue const& epilogue) {
   auto const r = row_reduction(ctx, op, row, n);
   auto const write = epilogue(r);
   for (index_t i = ctx.lane(); i < n; i += ctx.lanes()) write(i);

@@ -66,10 +66,11 @@ void check_device_eigh_layout(EighOperands<T, V, I> const& ops) {
 template <DeviceExecutor X, TensorType W, TensorType M, TensorType I>
 void eigh(X const& executor, W const& eigenvalues, M const& matrices, I const& info) {
   using T = typename M::value_type;
-  static_assert((std::is_same_v<T, float> || std::is_same_v<T, double>) &&
-                    std::is_same_v<typename W::value_type, T>,
+  static_assert((std::is_same_v<T, float> ||
+                 std::is_same_v<T, double>)&&std::is_same_v<typename W::value_type, T>,
                 "tessel: the device eigh takes f32 or f64 matrices and eigenvalues of one type.");
-  static_assert(std::is_same_v<typename I::value_type, int>, "tessel: eigh's info is an int tensor.");
+  static_assert(std::is_same_v<typename I::value_type, int>,
+                "tessel: eigh's info is an int tensor.");
   detail::check_device_spaces<M, W, I>();
   auto const ops = detail::eigh_operands(eigenvalues, matrices, info);
   detail::check_device_eigh_layout(ops);
@@ -87,11 +88,11 @@ void eigh(X const& executor, W const& eigenvalues, M const& matrices, I const& i
   // cuSOLVER sees a row-major matrix as its transpose: its upper triangle is our lower one.
   cublasFillMode_t const fill = m.row_major() ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
   std::size_t device_bytes = 0, host_bytes = 0;
-  gpu::check_cusolver(cusolverDnXsyevBatched_bufferSize(
-                          h, params.get(), CUSOLVER_EIG_MODE_VECTOR, fill, m.rows, type, m.data,
-                          m.leading(), type, ops.eigenvalues.data, type, &device_bytes,
-                          &host_bytes, m.batch),
-                      "cusolverDnXsyevBatched_bufferSize", "sizing an eigendecomposition");
+  gpu::check_cusolver(
+      cusolverDnXsyevBatched_bufferSize(h, params.get(), CUSOLVER_EIG_MODE_VECTOR, fill, m.rows,
+                                        type, m.data, m.leading(), type, ops.eigenvalues.data, type,
+                                        &device_bytes, &host_bytes, m.batch),
+      "cusolverDnXsyevBatched_bufferSize", "sizing an eigendecomposition");
   gpu::StreamBuffer work(device_bytes, stream);
   std::vector<unsigned char> host_work(host_bytes);
   gpu::check_cusolver(

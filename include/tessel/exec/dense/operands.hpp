@@ -101,12 +101,13 @@ auto matrix_batch(X const& t, char const* name) {
   m.row_stride = stride[o];
   m.col_stride = stride[o + 1];
   if (!normalize(m))
-    throw_error(sentence("the dense primitives need a row-major or column-major matrix (unit "
-                         "stride along one matrix mode, the other stride at least its extent), "
-                         "but ", name,
-                         " has shape ", matrix_text(m.batch, m.rows, m.cols, r == 3),
-                         " and strides (", r == 3 ? sentence(m.batch_stride, ",") : std::string(),
-                         m.row_stride, ",", m.col_stride, "); copy it into a compact tensor."));
+    throw_error(
+        sentence("the dense primitives need a row-major or column-major matrix (unit "
+                 "stride along one matrix mode, the other stride at least its extent), "
+                 "but ",
+                 name, " has shape ", matrix_text(m.batch, m.rows, m.cols, r == 3),
+                 " and strides (", r == 3 ? sentence(m.batch_stride, ",") : std::string(),
+                 m.row_stride, ",", m.col_stride, "); copy it into a compact tensor."));
   return m;
 }
 
@@ -139,7 +140,8 @@ template <class TC, class TA>
 void check_syrk(MatrixBatch<TC> const& c, MatrixBatch<TA> const& a) {
   if (c.rows != c.cols || a.rows != c.rows)
     throw_error(sentence("syrk cannot write A ", matrix_text(a.batch, a.rows, a.cols, false),
-                         " times its transpose into C ", matrix_text(c.batch, c.rows, c.cols, false),
+                         " times its transpose into C ",
+                         matrix_text(c.batch, c.rows, c.cols, false),
                          ": it needs A (n, k) and a square C (n, n)."));
   common_batch("syrk", c.batch, a.batch, 1);
   if (c.batch > 1 && c.batch_stride == 0)
