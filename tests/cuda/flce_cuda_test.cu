@@ -314,6 +314,35 @@ TEST(FlceCudaF32, BackwardScalesTheDeviceGradients) {
   EXPECT_TRUE(close(db.to_host(), want.grad_bias));
 }
 
+// accumulate on the device: the chunk loop is the host's, so this pins that the device GEMM and
+// the grad_bias assignment keep what the buffers held.
+TEST(FlceCudaF32, AccumulateAddsToTheDeviceGradients) {
+  TESSEL_REQUIRE_GPU("the CUDA FLCE path", "tests/flce");
+  Problem const p = random_problem(50, 12, 60, 12u, true);
+  ReferenceOptions o;
+  o.reduction = Reduction::sum;
+  ReferenceResult const want = reference(p, o);
+  std::vector<float> xf(p.x.begin(), p.x.end()), wf(p.w.begin(), p.w.end()),
+      bf(p.bias.begin(), p.bias.end());
+  std::vector<float> dw0(60 * 12, 0.5f), db0(60, -1.0f);
+  DeviceBuffer<float> x(xf), w(wf), b(bf), dw(dw0), db(db0);
+  DeviceBuffer<std::int64_t> y(p.target);
+  forward(make_device_tensor(x.data(), make_shape(50, 12)),
+          make_device_tensor(w.data(), make_shape(60, 12)),
+          make_device_tensor(y.data(), make_shape(50)),
+          {.reduction = Reduction::sum,
+           .bias = make_device_tensor(b.data(), make_shape(60)),
+           .chunk_size = 16,
+           .accumulate = true},
+          {.grad_weight = make_device_tensor(dw.data(), make_shape(60, 12)),
+           .grad_bias = make_device_tensor(db.data(), make_shape(60))});
+  std::vector<double> want_dw = want.grad_weight, want_db = want.grad_bias;
+  for (double& e : want_dw) e += 0.5;
+  for (double& e : want_db) e -= 1.0;
+  EXPECT_TRUE(close(dw.to_host(), want_dw));
+  EXPECT_TRUE(close(db.to_host(), want_db));
+}
+
 TEST(FlceCudaF32, AllocatesItsScratchFromTheStreamOrderedPool) {
   TESSEL_REQUIRE_GPU("the CUDA FLCE path", "tests/flce");
   Problem const p = random_problem(256, 64, 3000, 11u);

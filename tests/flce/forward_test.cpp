@@ -187,6 +187,58 @@ TYPED_TEST(FlceForward, FoldsPerRowGradOutputIntoEveryGradientForReductionNone) 
   expect_matches_reference<T>(p, o);
 }
 
+// Gradient accumulation: two micro-batches with accumulate add their gradients to what grad_weight
+// and grad_bias held, which is the full batch's gradient (reduction sum) plus that; grad_input is
+// each call's own. Several chunks per call, so the first chunk's GEMM must not overwrite.
+TYPED_TEST(FlceForward, AccumulateAddsTheGradientsOfMicroBatches) {
+  using T = TypeParam;
+  using C = accum_t<T>;
+  Problem const p = rounded<T>(random_problem(24, 8, 30, 31u, true, true, 0.1));
+  ReferenceOptions o;
+  o.reduction = Reduction::sum;
+  o.label_smoothing = 0.1;
+  ReferenceResult const want = reference(p, o);
+
+  auto const x = to_storage<T>(p.x), w = to_storage<T>(p.w), b = to_storage<T>(p.bias);
+  auto const cw = to_storage<T>(p.class_weights);
+  std::vector<C> dw(30 * 8), db(30), dx(24 * 8);
+  for (std::size_t i = 0; i < dw.size(); ++i) dw[i] = C(0.25) * static_cast<C>(i % 5);
+  for (std::size_t i = 0; i < db.size(); ++i) db[i] = C(-0.5) * static_cast<C>(i % 3);
+  std::vector<double> const dw0 = to_double(dw), db0 = to_double(db);
+  auto micro_batch = [&](index_t r0, index_t rows, bool accumulate, T* grad_input, C* gw, C* gb) {
+    forward(make_tensor(x.data() + r0 * 8, make_shape(rows, 8)),
+            make_tensor(w.data(), make_shape(30, 8)),
+            make_tensor(p.target.data() + r0, make_shape(rows)),
+            {.reduction = Reduction::sum,
+             .label_smoothing = 0.1,
+             .class_weights = make_tensor(cw.data(), make_shape(30)),
+             .bias = make_tensor(b.data(), make_shape(30)),
+             .chunk_size = 5,
+             .accumulate = accumulate},
+            {.grad_input = make_tensor(grad_input, make_shape(rows, 8)),
+             .grad_weight = make_tensor(gw, make_shape(30, 8)),
+             .grad_bias = make_tensor(gb, make_shape(30))});
+  };
+  std::vector<T> dx_a(12 * 8), dx_b(12 * 8);
+  micro_batch(0, 12, true, dx_a.data(), dw.data(), db.data());
+  micro_batch(12, 12, true, dx_b.data(), dw.data(), db.data());
+  micro_batch(0, 0, true, dx_a.data(), dw.data(), db.data());  // no rows: adds nothing
+
+  std::vector<double> want_dw = want.grad_weight, want_db = want.grad_bias;
+  for (std::size_t i = 0; i < want_dw.size(); ++i) want_dw[i] += dw0[i];
+  for (std::size_t i = 0; i < want_db.size(); ++i) want_db[i] += db0[i];
+  EXPECT_TRUE(all_close(to_double(dw), want_dw, tolerance<T>()));
+  EXPECT_TRUE(all_close(to_double(db), want_db, tolerance<T>()));
+
+  // grad_input is overwritten: the second micro-batch's equals that of a call without accumulate.
+  std::vector<C> fresh_dw(30 * 8), fresh_db(30);
+  std::vector<T> dx_fresh(12 * 8);
+  micro_batch(12, 12, false, dx_fresh.data(), fresh_dw.data(), fresh_db.data());
+  EXPECT_EQ(to_double(dx_b), to_double(dx_fresh));
+  std::vector<double> want_dx_b(want.grad_input.begin() + 12 * 8, want.grad_input.end());
+  EXPECT_TRUE(all_close(to_double(dx_b), want_dx_b, tolerance<T>()));
+}
+
 TEST(FlceForwardF32, AnEvaluationPassWritesTheLossAndNoGradient) {
   Problem const p = random_problem(20, 8, 30, 3u, true);
   ReferenceOptions o;

@@ -157,6 +157,14 @@ TEST(FlceValidation, RejectsBadOptions) {
                   "chunk_size must be >= 0 (0 takes the plan's heuristic), got -1.");
   expect_rejected([](Call&, auto& o, auto&) { o.reduction = static_cast<Reduction>(7); },
                   "reduction has the invalid value 7.");
+  expect_rejected(
+      [](Call&, auto& o, auto& out) {
+        o.accumulate = true;
+        out.grad_weight = {};
+        out.grad_bias = {};
+      },
+      "accumulate was set but neither grad_weight nor grad_bias is given: it would change "
+      "nothing.");
   expect_rejected([](Call& c, auto& o,
                      auto&) { o.grad_output_rows = make_tensor(c.loss.data(), make_shape(8)); },
                   "grad_output_rows needs reduction none, got mean.");

@@ -151,9 +151,12 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
   auto const grad_bias = vector(out.grad_bias.data, v, out.grad_bias.stride);
   // The accumulated gradients: grad_weight's first GEMM overwrites it (zeroed here only when no
   // chunk runs); grad_bias starts at zero and every chunk adds its column sums, one expression
-  // for all chunks (one set of kernels to compile on the device).
-  if (out.grad_weight.present && bt == 0) backend::assign(executor, grad_weight, C(0));
-  if (out.grad_bias.present) backend::assign(executor, grad_bias, C(0));
+  // for all chunks (one set of kernels to compile on the device). With o.accumulate both keep
+  // what they hold and every chunk adds to it.
+  if (!o.accumulate) {
+    if (out.grad_weight.present && bt == 0) backend::assign(executor, grad_weight, C(0));
+    if (out.grad_bias.present) backend::assign(executor, grad_bias, C(0));
+  }
 
   for (index_t chunk = 0; chunk < plan.chunk_count(); ++chunk) {
     index_t const r0 = chunk * plan.rows_per_chunk();
@@ -178,7 +181,7 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
     // still works.
     if (out.grad_weight.present)
       backend::gemm(executor, grad_weight, transpose(g), x_chunk,
-                    {.alpha = 1.0, .beta = chunk == 0 ? 0.0 : 1.0});
+                    {.alpha = 1.0, .beta = chunk == 0 && !o.accumulate ? 0.0 : 1.0});
     if (out.grad_bias.present) backend::assign(executor, grad_bias, grad_bias + sum(g, mode<0>));
     if (out.grad_input.present) {
       auto const dx = matrix(out.grad_input.row(r0), rows, h, out.grad_input.row_stride);

@@ -34,6 +34,11 @@ struct Options {
   VectorArg<accum_t<T> const, Space> grad_output_rows{};
   // Rows per chunk; 0 takes make_plan's heuristic.
   index_t chunk_size = 0;
+  // Gradient accumulation over micro-batches: grad_weight and grad_bias get this call's gradients
+  // added to what they hold (+=) instead of overwritten. grad_input is always overwritten (it is
+  // the gradient of this call's input). Scale by dy through grad_output / grad_output_rows here:
+  // backward would rescale the whole sum.
+  bool accumulate = false;
 };
 
 // Where results go; leave out what is not wanted. Gradients are computed only when at least one
