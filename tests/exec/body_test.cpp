@@ -287,6 +287,22 @@ TEST(SoftmaxBody, MinusInfinityEntriesGetZero) {
   EXPECT_EQ(out[2], 0.0f);
 }
 
+// A +inf, NaN or all -inf row is NaN throughout, as PyTorch gives (the host executor's one-exp
+// path agrees: tests/expr/reduce_test.cpp).
+TEST(SoftmaxBody, RowsWithInfinityOrNaNAreNaNThroughout) {
+  for (std::vector<float> v : {std::vector<float>{1.0f, inf, 2.0f}, {-inf, -inf, -inf},
+                               {1.0f, nan, 2.0f}, {inf, inf, 0.0f}}) {
+    std::vector<float> out(3), logout(3);
+    OutRow o{&out}, lo{&logout};
+    exec::row_softmax_body(SequentialContext{}, Row{&v}, o, 3);
+    exec::row_log_softmax_body(SequentialContext{}, Row{&v}, lo, 3);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(std::isnan(out[static_cast<std::size_t>(i)])) << v[0] << " " << i;
+      EXPECT_TRUE(std::isnan(logout[static_cast<std::size_t>(i)])) << v[0] << " " << i;
+    }
+  }
+}
+
 // The contract a block-parallel context relies on: every lane's partial, combined with the
 // operator, equals the one-lane result.
 TEST(LaneContract, PartialsOfStridedLanesCombineToTheSequentialResult) {

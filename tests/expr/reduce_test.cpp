@@ -322,6 +322,52 @@ TEST(Softmax, MinusInfinityAndInPlace) {
   }
 }
 
+// Rows long enough for the packet loops, along either mode (a strided destination), in f32
+// (the one-exp path), f64 and bf16 (the logsumexp path): a row holding +inf or NaN, or only -inf,
+// is NaN throughout in softmax and log_softmax, as torch.softmax gives; -inf elements of other
+// rows get exactly 0.
+template <class T>
+void expect_degenerate_rows_are_nan() {
+  constexpr float inf = INFINITY;
+  auto x = make_host_tensor<T>(make_shape(4, 37));
+  for (index_t j = 0; j < 37; ++j) {
+    x(0, j) = T(j == 20 ? inf : float(j % 5));
+    x(1, j) = T(-inf);
+    x(2, j) = T(j == 3 ? NAN : float(j % 7));
+    x(3, j) = T(j % 3 == 0 ? -inf : float(j % 4));
+  }
+  auto xt = make_host_tensor<T>(make_shape(37, 4));
+  xt = transpose(x);
+  auto y = make_host_tensor<T>(make_shape(4, 37));
+  auto yt = make_host_tensor<T>(make_shape(37, 4));
+  for (bool log : {false, true}) {
+    if (log) {
+      y = log_softmax(x);
+      yt = log_softmax(xt, mode<0>);
+    } else {
+      y = softmax(x);
+      yt = softmax(xt, mode<0>);
+    }
+    for (index_t r = 0; r < 4; ++r)
+      for (index_t j = 0; j < 37; ++j) {
+        for (double got : {double(float(y(r, j))), double(float(yt(j, r)))}) {
+          if (r < 3)
+            EXPECT_TRUE(std::isnan(got)) << log << " " << r << " " << j;
+          else if (j % 3 == 0)
+            EXPECT_EQ(got, log ? -INFINITY : 0.0) << log << " " << j;
+          else
+            EXPECT_TRUE(std::isfinite(got)) << log << " " << j;
+        }
+      }
+  }
+}
+
+TEST(Softmax, RowsWithInfinityOrNaNAreNaNThroughoutAsInPyTorch) {
+  expect_degenerate_rows_are_nan<float>();
+  expect_degenerate_rows_are_nan<double>();
+  expect_degenerate_rows_are_nan<bfloat16>();
+}
+
 TEST(Compositions, ReductionsInsideElementwiseExpressions) {
   auto x = random_tensor<float>(make_shape(6, 41), -5, 5, 12);
   auto s = make_host_tensor<float>(make_shape(6, 41));

@@ -3,6 +3,8 @@
 //   RowLse:     logsumexp of each row of a [4096, 32000] float matrix (Eigen: max, then exp-sum,
 //               as one tensor expression and as a per-row Array loop)
 //   Copy:       y = x over 2^24 floats (memcpy per thread): this machine's memory bandwidth
+//   Softmax:    y = softmax(x) by rows of (128, 1000) and (512, 32000) floats, one thread, against
+//               the plain loop a user would write (max, exp and sum, scale)
 // Each at 1 and 2 threads (Eigen: ThreadPoolDevice with that many threads; tessel:
 // exec::OpenMP{.threads = n}). Run with
 //   --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -10,6 +12,7 @@
 #define EIGEN_USE_THREADS
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -186,6 +189,53 @@ void BM_Copy_tessel(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * fused_n * 2 * index_t(sizeof(float)));
 }
 
+struct SoftmaxData {
+  index_t rows, cols;
+  std::vector<float> x, y;
+  SoftmaxData(index_t r, index_t c)
+      : rows(r), cols(c), x(random_floats(r * c, -8, 8, 4)), y(static_cast<std::size_t>(r * c)) {}
+};
+SoftmaxData& softmax_data(index_t rows, index_t cols) {
+  static SoftmaxData small(128, 1000), large(512, 32000);
+  return rows == small.rows && cols == small.cols ? small : large;
+}
+
+// y = softmax(x) along rows, exec::Serial.
+void BM_Softmax_tessel(benchmark::State& state) {
+  auto& d = softmax_data(state.range(0), state.range(1));
+  auto x = make_tensor(d.x.data(), make_shape(d.rows, d.cols));
+  auto y = make_tensor(d.y.data(), make_shape(d.rows, d.cols));
+  for (auto _ : state) {
+    assign(y, softmax(x), exec::Serial{});
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * d.rows * d.cols);
+}
+
+// The loop a user would write: per row the maximum, exp(x - max) stored and summed, then scaled.
+void BM_Softmax_loop(benchmark::State& state) {
+  auto& d = softmax_data(state.range(0), state.range(1));
+  for (auto _ : state) {
+    for (index_t r = 0; r < d.rows; ++r) {
+      float const* x = d.x.data() + r * d.cols;
+      float* y = d.y.data() + r * d.cols;
+      float m = -INFINITY;
+      for (index_t j = 0; j < d.cols; ++j) m = std::max(m, x[j]);
+      float s = 0.0f;
+      for (index_t j = 0; j < d.cols; ++j) {
+        y[j] = std::exp(x[j] - m);
+        s += y[j];
+      }
+      float const inv = 1.0f / s;
+      for (index_t j = 0; j < d.cols; ++j) y[j] *= inv;
+    }
+    benchmark::DoNotOptimize(d.y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * d.rows * d.cols);
+}
+
 // Where Auto should switch from serial to OpenMP: y = a * x + b over n floats.
 void BM_Threshold(benchmark::State& state) {
   index_t const n = state.range(0);
@@ -246,6 +296,16 @@ BENCHMARK(BM_Copy_tessel)
     ->ArgName("threads")
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Softmax_tessel)
+    ->Args({128, 1000})
+    ->Args({512, 32000})
+    ->ArgNames({"rows", "cols"})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Softmax_loop)
+    ->Args({128, 1000})
+    ->Args({512, 32000})
+    ->ArgNames({"rows", "cols"})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Threshold)
     ->ArgsProduct({{1 << 12, 1 << 14, 1 << 15, 1 << 16, 1 << 18, 1 << 20, 1 << 22}, {1, 2}})
     ->ArgNames({"n", "threads"})

@@ -364,6 +364,11 @@ void run_row_op(DV const& dst, Node const& node, X const& executor) {
   if (nest.destination_repeats) throw_destination_repeats(dst);
   int const threads = threads_for(executor, total);
   Op const op{};
+  // Softmax into a destination of the compute type: one exp per element, the destination row
+  // holding exp(x - max) until it is scaled. log_softmax, and a narrower destination (whose
+  // rounded exponentials would be summed and rounded again), take the two passes of the online
+  // logsumexp: exp(x - lse) is computed on the second.
+  constexpr bool one_exp = !Node::kind::log && std::is_same_v<T, V>;
   auto pass = [&](T* data) {
     b.apply(nest, ev);
     auto d = b.destination(data, nest);
@@ -377,15 +382,34 @@ void run_row_op(DV const& dst, Node const& node, X const& executor) {
       auto row = ev;
       seek(nest, 0, nest.outer, begin, coord, dd, row);
       for (index_t r = begin; r < end; ++r) {
-        V const lse = op.finalize(reduce_range(nest, op, row, 0, inner, contiguous), inner);
-        // The second pass is the elementwise expression exp(x - lse) (or x - lse) over the row.
-        auto shifted =
-            MapEval<ops::Sub, decltype(row), ScalarEval<V>>{{}, {row, ScalarEval<V>{lse}}};
-        if constexpr (!Node::kind::log) {
-          auto out = MapEval<ops::Exp, decltype(shifted)>{{}, {shifted}};
-          elementwise_range(nest, nest.outer, 0, inner, dd, out, write_contiguous);
+        if constexpr (one_exp) {
+          // max, then e = exp(x - max) written to the row, then its sum, then e * (1 / sum):
+          // one exp per element (the exp is what a host row costs; the row is still in cache).
+          V const m = reduce_range(nest, MaxOp<V>{}, row, 0, inner, contiguous);
+          auto shifted =
+              MapEval<ops::Sub, decltype(row), ScalarEval<V>>{{}, {row, ScalarEval<V>{m}}};
+          elementwise_range(nest, nest.outer, 0, inner, dd,
+                            MapEval<ops::Exp, decltype(shifted)>{{}, {shifted}}, write_contiguous);
+          LeafEval<T, K> written{dd.ptr, dd.inner, {}};
+          for (std::size_t k = 0; k != K; ++k) written.stride[k] = dd.stride[k];
+          V const total = reduce_range(nest, SumOp<V>{}, written, 0, inner, dd.inner == 1);
+          elementwise_range(
+              nest, nest.outer, 0, inner, dd,
+              MapEval<ops::Mul, LeafEval<T, K>, ScalarEval<V>>{
+                  {}, {written, ScalarEval<V>{V(1) / total}}},
+              dd.inner == 1);
         } else {
-          elementwise_range(nest, nest.outer, 0, inner, dd, shifted, write_contiguous);
+          V const lse = softmax_shift(
+              op.finalize(reduce_range(nest, op, row, 0, inner, contiguous), inner));
+          // The second pass is the elementwise expression exp(x - lse) (or x - lse) over the row.
+          auto shifted =
+              MapEval<ops::Sub, decltype(row), ScalarEval<V>>{{}, {row, ScalarEval<V>{lse}}};
+          if constexpr (!Node::kind::log) {
+            auto out = MapEval<ops::Exp, decltype(shifted)>{{}, {shifted}};
+            elementwise_range(nest, nest.outer, 0, inner, dd, out, write_contiguous);
+          } else {
+            elementwise_range(nest, nest.outer, 0, inner, dd, shifted, write_contiguous);
+          }
         }
         if (r + 1 < end) step(nest, 0, nest.outer, coord, dd, row);
       }

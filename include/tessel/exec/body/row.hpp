@@ -88,13 +88,22 @@ TESSEL_HOST_DEVICE auto row_logsumexp_body(Ctx const& ctx, Row const& row, index
   return row_reduction(ctx, reduce_op_t<reduction::LogSumExp, T>{}, row, n);
 }
 
+// What a softmax row is shifted by, given its logsumexp: +inf (the row holds +inf) becomes NaN,
+// so that the whole row is NaN, as PyTorch gives, and not NaN at the +inf and 0 elsewhere. An
+// all -inf row is NaN through -inf - -inf already.
+template <class T>
+TESSEL_HOST_DEVICE constexpr T softmax_shift(T lse) {
+  return lse == math::infinity<T>() ? lse - lse : lse;
+}
+
 // out(i) = exp(row(i) - logsumexp(row)): one pass for the logsumexp, one to write.
 template <class Ctx, class Row, class Out>
 TESSEL_HOST_DEVICE void row_softmax_body(Ctx const& ctx, Row const& row, Out& out, index_t n) {
   using Op = reduce_op_t<reduction::LogSumExp, detail::row_value_t<Row>>;
   row_reduce_epilogue_body(ctx, Op{}, row, n, [&](auto const lse) {
     using T = std::remove_cvref_t<decltype(lse)>;
-    return [&, lse](index_t i) { out.store(i, math::exp(static_cast<T>(row(i)) - lse)); };
+    T const shift = softmax_shift(lse);
+    return [&, shift](index_t i) { out.store(i, math::exp(static_cast<T>(row(i)) - shift)); };
   });
 }
 
@@ -104,7 +113,8 @@ TESSEL_HOST_DEVICE void row_log_softmax_body(Ctx const& ctx, Row const& row, Out
   using Op = reduce_op_t<reduction::LogSumExp, detail::row_value_t<Row>>;
   row_reduce_epilogue_body(ctx, Op{}, row, n, [&](auto const lse) {
     using T = std::remove_cvref_t<decltype(lse)>;
-    return [&, lse](index_t i) { out.store(i, static_cast<T>(row(i)) - lse); };
+    T const shift = softmax_shift(lse);
+    return [&, shift](index_t i) { out.store(i, static_cast<T>(row(i)) - shift); };
   });
 }
 
