@@ -234,8 +234,9 @@ TEST(FlceCudaF32, SizesBeyondCublasAreRefusedBeforeAnyCudaCall) {
   } catch (Error const& e) {
     message = e.what();
   }
-  EXPECT_EQ(message, "the hidden size 2147483648 exceeds cuBLAS's 32-bit dimension limit "
-                     "(2147483647).");
+  EXPECT_EQ(message,
+            "the hidden size 2147483648 exceeds cuBLAS's 32-bit dimension limit "
+            "(2147483647).");
 }
 
 TEST(FlceCudaF32, RunsOnTheCallersStream) {
@@ -256,8 +257,10 @@ TEST(FlceCudaF32, RunsOnTheCallersStream) {
            .grad_input = make_device_tensor(dx.data(), make_shape(70, 12)),
            .grad_bias = make_device_tensor(db.data(), make_shape(90))},
           exec::Cuda{stream});
-  backward(2.0, Outputs<float, DeviceSpace>{.grad_input = make_device_tensor(dx.data(), make_shape(70, 12))},
-           exec::Cuda{stream});
+  backward(
+      2.0,
+      Outputs<float, DeviceSpace>{.grad_input = make_device_tensor(dx.data(), make_shape(70, 12))},
+      exec::Cuda{stream});
   stream.synchronize();
   EXPECT_TRUE(close(loss.to_host(), want.loss));
   std::vector<double> doubled(want.grad_input);

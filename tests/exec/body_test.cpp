@@ -290,8 +290,10 @@ TEST(SoftmaxBody, MinusInfinityEntriesGetZero) {
 // A +inf, NaN or all -inf row is NaN throughout, as PyTorch gives (the host executor's one-exp
 // path agrees: tests/expr/reduce_test.cpp).
 TEST(SoftmaxBody, RowsWithInfinityOrNaNAreNaNThroughout) {
-  for (std::vector<float> v : {std::vector<float>{1.0f, inf, 2.0f}, {-inf, -inf, -inf},
-                               {1.0f, nan, 2.0f}, {inf, inf, 0.0f}}) {
+  for (std::vector<float> v : {std::vector<float>{1.0f, inf, 2.0f},
+                               {-inf, -inf, -inf},
+                               {1.0f, nan, 2.0f},
+                               {inf, inf, 0.0f}}) {
     std::vector<float> out(3), logout(3);
     OutRow o{&out}, lo{&logout};
     exec::row_softmax_body(SequentialContext{}, Row{&v}, o, 3);

@@ -393,14 +393,13 @@ void run_row_op(DV const& dst, Node const& node, X const& executor) {
           LeafEval<T, K> written{dd.ptr, dd.inner, {}};
           for (std::size_t k = 0; k != K; ++k) written.stride[k] = dd.stride[k];
           V const total = reduce_range(nest, SumOp<V>{}, written, 0, inner, dd.inner == 1);
-          elementwise_range(
-              nest, nest.outer, 0, inner, dd,
-              MapEval<ops::Mul, LeafEval<T, K>, ScalarEval<V>>{
-                  {}, {written, ScalarEval<V>{V(1) / total}}},
-              dd.inner == 1);
+          elementwise_range(nest, nest.outer, 0, inner, dd,
+                            MapEval<ops::Mul, LeafEval<T, K>, ScalarEval<V>>{
+                                {}, {written, ScalarEval<V>{V(1) / total}}},
+                            dd.inner == 1);
         } else {
-          V const lse = softmax_shift(
-              op.finalize(reduce_range(nest, op, row, 0, inner, contiguous), inner));
+          V const lse =
+              softmax_shift(op.finalize(reduce_range(nest, op, row, 0, inner, contiguous), inner));
           // The second pass is the elementwise expression exp(x - lse) (or x - lse) over the row.
           auto shifted =
               MapEval<ops::Sub, decltype(row), ScalarEval<V>>{{}, {row, ScalarEval<V>{lse}}};

@@ -118,8 +118,9 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
     check_vector_size(out.grad_bias, "grad_bias", v, "the vocabulary size (weight's rows) is");
   }
   if (o.accumulate && !out.grad_weight.present && !out.grad_bias.present)
-    fail("accumulate was set but neither grad_weight nor grad_bias is given: it would change "
-         "nothing.");
+    fail(
+        "accumulate was set but neither grad_weight nor grad_bias is given: it would change "
+        "nothing.");
 }
 
 [[noreturn]] inline void fail_bad_target(index_t value, index_t row, index_t vocab,
