@@ -69,6 +69,26 @@ consteval bool is_tensor_argument() {
 template <class X, int R, class T, class Space>
 concept TensorArgument = detail::is_tensor_argument<X, R, T, Space>();
 
+// A contiguous range of T the caller keeps alive: a std::vector or std::array lvalue, a span.
+template <class R, class T>
+concept BorrowedElements =
+    std::ranges::contiguous_range<R> && !TensorType<std::remove_cvref_t<R>> &&
+    (std::is_lvalue_reference_v<R> || std::ranges::borrowed_range<R>)&&std::is_convertible_v<
+        decltype(std::ranges::data(std::declval<R&>())), T*>;
+
+// What a VectorArg<T, Space> is made from (besides {}, "not given").
+template <class X, class T, class Space>
+concept VectorArgument =
+    TensorArgument<X, 1, T, Space> || std::is_convertible_v<X, T*> || BorrowedElements<X, T>;
+
+namespace detail {
+// The diagnostic of an argument of the wrong kind: a template that is instantiated only when such
+// a constructor is chosen, so that the compiler prints the one sentence, with X (what was given)
+// and T (the element type wanted) in the instantiation context, rather than a list of candidates.
+template <class X>
+inline constexpr bool refused_argument = false;
+}  // namespace detail
+
 // (size) elements at data[i * stride].
 template <class T, MemorySpace Space = HostSpace>
 struct VectorArg {
@@ -95,14 +115,22 @@ struct VectorArg {
   // A contiguous range the caller keeps alive (a std::vector or std::array lvalue, a std::span):
   // its elements, stride 1. In Space, like every argument. A temporary container is refused (it
   // would dangle); a temporary span is fine (it borrows).
-  template <std::ranges::contiguous_range R>
-  requires(!TensorType<std::remove_cvref_t<R>> &&
-           (std::is_lvalue_reference_v<R> || std::ranges::borrowed_range<R>)&&std::is_convertible_v<
-               decltype(std::ranges::data(std::declval<R&>())), T*>)
-      VectorArg(R&& r)  // NOLINT: implicit on purpose
+  template <class R>
+  requires BorrowedElements<R, T> VectorArg(R&& r)  // NOLINT: implicit on purpose
       : data(std::ranges::data(r)),
         size(static_cast<index_t>(std::ranges::size(r))),
         present(true) {}
+
+  // Anything else: one sentence saying what the field takes.
+  template <class X>
+  requires(!VectorArgument<X, T, Space>) VectorArg(X&&) {  // NOLINT: implicit on purpose
+    static_assert(detail::refused_argument<X>,
+                  "tessel::flce: this vector argument (loss, z_loss, grad_bias, bias, "
+                  "class_weights, grad_output_rows) takes a rank-1 tessel tensor of T in the "
+                  "call's memory space, a T* (one element), or a contiguous range of T the caller "
+                  "keeps alive (a std::vector or std::array variable, a std::span); T is the "
+                  "VectorArg's element type, X what was given (see 'with X = ..., T = ...').");
+  }
 
   TESSEL_HOST_DEVICE constexpr T& operator[](index_t i) const { return data[i * stride]; }
 };
@@ -128,6 +156,17 @@ struct MatrixArg {
         col_stride(detail::stride_of<1>(t)),
         present(true) {
     tessel::detail::refuse_owning_temporary<X>();
+  }
+
+  // Anything else: one sentence saying what the field takes.
+  template <class X>
+  requires(!TensorArgument<X, 2, T, Space>) MatrixArg(X&&) {  // NOLINT: implicit on purpose
+    static_assert(detail::refused_argument<X>,
+                  "tessel::flce: this matrix argument (input, weight, grad_input, grad_weight) "
+                  "takes a rank-2 tessel tensor with a flat shape, of T, in the call's memory "
+                  "space (make_tensor(ptr, make_shape(rows, cols)) over a std::vector's data, a "
+                  "view, a slice); T is the MatrixArg's element type, X what was given (see "
+                  "'with X = ..., T = ...').");
   }
 
   // The same elements, read-only.
