@@ -30,6 +30,17 @@
 #define TESSEL_DEVICE_PASS 0
 #endif
 
+// Around an #include of Eigen: Eigen 3.4 annotates defaulted special members __host__
+// __device__, which nvcc warns about (#20012); the warning is Eigen's, so it is silenced for
+// Eigen's headers only.
+#if defined(__CUDACC__)
+#define TESSEL_BEGIN_EIGEN_INCLUDE _Pragma("nv_diagnostic push") _Pragma("nv_diag_suppress 20012")
+#define TESSEL_END_EIGEN_INCLUDE _Pragma("nv_diagnostic pop")
+#else
+#define TESSEL_BEGIN_EIGEN_INCLUDE
+#define TESSEL_END_EIGEN_INCLUDE
+#endif
+
 // Bounds-checked element access on the host (Tensor's t(i, j) and t[i]): on where assertions are
 // (NDEBUG not defined: Debug builds), off in release builds. Define it to 0 or 1 to choose; it
 // must be the same in every translation unit of a program (the checked accessors are inline).

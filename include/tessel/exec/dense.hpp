@@ -12,16 +12,11 @@
 #include <numeric>
 #include <type_traits>
 
-// Eigen 3.4 annotates defaulted special members __host__ __device__, which nvcc warns about
-// (#20012); the warning is Eigen's.
-#if defined(__CUDACC__)
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 20012
-#endif
+#include "../core/config.hpp"
+
+TESSEL_BEGIN_EIGEN_INCLUDE
 #include <Eigen/Core>
-#if defined(__CUDACC__)
-#pragma nv_diagnostic pop
-#endif
+TESSEL_END_EIGEN_INCLUDE
 
 #include "dense/operands.hpp"
 #include "executors.hpp"

@@ -9,16 +9,11 @@
 
 #include <type_traits>
 
-// Eigen 3.4 annotates defaulted special members __host__ __device__, which nvcc warns about
-// (#20012); the warning is Eigen's.
-#if defined(__CUDACC__)
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 20012
-#endif
+#include "../core/config.hpp"
+
+TESSEL_BEGIN_EIGEN_INCLUDE
 #include <Eigen/Eigenvalues>
-#if defined(__CUDACC__)
-#pragma nv_diagnostic pop
-#endif
+TESSEL_END_EIGEN_INCLUDE
 
 #include "dense.hpp"
 #include "dense/eigh_operands.hpp"
@@ -59,12 +54,14 @@ void eigh(X const& executor, W const& eigenvalues, M const& matrices, I const& i
   static_assert(detail::host_dense_type_v<T> && std::is_same_v<typename W::value_type, T>,
                 "tessel: the host eigh takes float or double matrices and eigenvalues of the same "
                 "type.");
-  static_assert(std::is_same_v<typename I::value_type, int>, "tessel: eigh's info is an int tensor.");
-  static_assert(std::is_same_v<typename M::space, HostSpace> &&
-                    std::is_same_v<typename W::space, HostSpace> &&
-                    std::is_same_v<typename I::space, HostSpace>,
-                "tessel: a host executor decomposes host tensors; use exec::Cuda for device tensors "
-                "(<tessel/exec/cuda/eigh.cuh>).");
+  static_assert(std::is_same_v<typename I::value_type, int>,
+                "tessel: eigh's info is an int tensor.");
+  static_assert(
+      std::is_same_v<typename M::space, HostSpace> &&
+          std::is_same_v<typename W::space, HostSpace> &&
+          std::is_same_v<typename I::space, HostSpace>,
+      "tessel: a host executor decomposes host tensors; use exec::Cuda for device tensors "
+      "(<tessel/exec/cuda/eigh.cuh>).");
   auto const ops = detail::eigh_operands(eigenvalues, matrices, info);
   index_t const n = ops.matrices.rows;
   index_t const work = ops.matrices.batch * n * n * n;
