@@ -28,21 +28,26 @@ int main() {
                                        .grad_input = make_tensor(dx.data(), make_shape(4, 3)),
                                        .grad_weight = make_tensor(dw.data(), make_shape(5, 3))},
                                       exec::Auto{});  // the executor (the default): host threads
-  // The loop that ran was instantiated with the static plan: chunks of 2 rows, V = 5 as types.
+  // The loop that ran was instantiated with the static plan: the host plan keeps a chunk of logits
+  // within 1/8 of them, so chunks of 1 row here; V = 5 and the chunk size are types.
   using Loop = flce::lowered_t<decltype(input), decltype(weight), decltype(target), exec::Auto>;
-  static_assert(std::is_same_v<Loop::plan_type, flce::StaticFlcePlan<4, 3, 5, 2>>);
+  static_assert(std::is_same_v<Loop::plan_type, flce::StaticFlcePlan<4, 3, 5, 1>>);
   std::printf("loss %.6f (mean over 3 rows; %ld chunk(s) of %ld rows)\n", loss,
               static_cast<long>(plan.num_chunks), static_cast<long>(plan.chunk_size));
   std::printf("grad_input row 0: % .6f % .6f % .6f\n", dx[0], dx[1], dx[2]);
   std::printf("grad_input row 2: % .6f % .6f % .6f (ignored row)\n", dx[6], dx[7], dx[8]);
 
-  // Llama-3 8B's output layer at 16k tokens: chunking decided at compile time.
+  // Llama-3 8B's output layer at 16k tokens: chunking decided at compile time, on a GPU
+  // (Liger-Kernel's rule) and on the host (deeper chunks within a 64 MiB budget).
   constexpr auto llama = flce::make_plan(16384_c, 4096_c, 128256_c);
   static_assert(decltype(llama)::chunk_size == 512 && decltype(llama)::num_chunks == 32);
+  constexpr auto llama_host = flce::make_host_plan(16384_c, 4096_c, 128256_c);
+  static_assert(decltype(llama_host)::chunk_size == 128 && decltype(llama_host)::num_chunks == 128);
   std::printf(
-      "BT=16384 H=4096 V=128256: %ld chunks of %ld rows, %.1f MiB of bf16 scratch "
-      "(the logits would take %.1f GiB)\n",
+      "BT=16384 H=4096 V=128256: on a GPU %ld chunks of %ld rows, %.1f MiB of bf16 scratch "
+      "(the logits would take %.1f GiB); on the host %ld chunks of %ld rows\n",
       static_cast<long>(llama.num_chunks), static_cast<long>(llama.chunk_size),
       static_cast<double>(llama.scratch_bytes(DType::bf16)) / (1 << 20),
-      16384.0 * 128256 * 2 / (1 << 30));
+      16384.0 * 128256 * 2 / (1 << 30), static_cast<long>(llama_host.num_chunks),
+      static_cast<long>(llama_host.chunk_size));
 }

@@ -23,13 +23,13 @@ inline constexpr index_t hidden = 128;                // hidden units = the LM h
 inline constexpr index_t batch_tokens = 512;          // BT: predicted bytes per step
 inline constexpr index_t max_block = 256;             // Shampoo's max_preconditioner_dim
 
-// The LM head's loss and gradients come from FLCE; with static shapes its plan is a type.
-// Liger-Kernel's heuristic keeps a chunk of logits about as large as the (BT, H) input:
-// ceil(V / H) = 2, so chunks of BT / 2 rows.
+// The LM head's loss and gradients come from FLCE; with static shapes its plan is a type. The
+// host plan keeps a chunk of logits within 1/8 of them: chunks of BT / 8 rows. (A CUDA run takes
+// Liger-Kernel's plan, a chunk about as large as the (BT, H) input: 2 chunks of 256 rows.)
 inline constexpr auto flce_plan =
-    tessel::flce::make_plan(Int<batch_tokens>{}, Int<hidden>{}, Int<vocab>{});
-static_assert(decltype(flce_plan)::chunk_size == 256 && decltype(flce_plan)::num_chunks == 2,
-              "the FLCE plan of the LM head is 2 chunks of 256 rows.");
+    tessel::flce::make_host_plan(Int<batch_tokens>{}, Int<hidden>{}, Int<vocab>{});
+static_assert(decltype(flce_plan)::chunk_size == 64 && decltype(flce_plan)::num_chunks == 8,
+              "the host FLCE plan of the LM head is 8 chunks of 64 rows.");
 
 // The three parameters Shampoo optimizes, in this order. The hidden layer is a CombinedLinear:
 // weight and bias in one (hidden, features + 1) matrix.

@@ -226,7 +226,8 @@ void print_plans() {
   using tessel::flce::Device;
   auto const scratch = flce_plan.scratch_bytes(tessel::DType::f32, Device::host);
   std::printf(
-      "FLCE plan of the LM head (static_assert'ed): BT=%ld H=%ld V=%ld -> %ld chunks of %ld rows; "
+      "FLCE plan of the LM head on the host (static_assert'ed): BT=%ld H=%ld V=%ld -> %ld chunks "
+      "of %ld rows; "
       "scratch %.0f KiB, where the (BT, V) logits alone would take %.0f KiB\n",
       static_cast<long>(batch_tokens), static_cast<long>(hidden), static_cast<long>(vocab),
       static_cast<long>(flce_plan.num_chunks), static_cast<long>(flce_plan.chunk_size),

@@ -25,7 +25,7 @@ endfunction()
 
 # 1. Sixty steps straight.
 run_demo(full 0 --steps 60 --out ${WORK_DIR}/full)
-foreach(regex "FLCE plan of the LM head \\(static_assert'ed\\): BT=512 H=128 V=256 -> 2 chunks"
+foreach(regex "FLCE plan of the LM head on the host \\(static_assert'ed\\): BT=512 H=128 V=256 -> 8 chunks"
               "Shampoo plan \\(static_assert'ed, max_preconditioner_dim 256\\): 3 parameters, 4 blocks"
               "executor: (host, because|CUDA)"
               "step +60/60  loss [0-9.]+ +[0-9.]+k tok/s"

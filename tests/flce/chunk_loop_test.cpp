@@ -22,19 +22,20 @@ using namespace tessel::flce::test;
 template <class T, class... Extents>
 using View = decltype(make_tensor(std::declval<T const*>(), make_shape(Extents{}...)));
 
-// BT 24, H 8, V 40, all static: make_plan picks chunks of 8 rows, 3 chunks.
+// BT 24, H 8, V 40, all static, on the host: make_host_plan picks chunks of 2 rows (the largest
+// power of two <= BT / 8), 12 chunks.
 using StaticX = View<float, Int<24>, Int<8>>;
 using StaticW = View<float, Int<40>, Int<8>>;
 using StaticY = View<std::int64_t, Int<24>>;
 using Static = lowered_t<StaticX, StaticW, StaticY, exec::Serial>;
-using StaticPlan = StaticFlcePlan<24, 8, 40, 8>;
+using StaticPlan = StaticFlcePlan<24, 8, 40, 2>;
 
 static_assert(std::is_same_v<Static::plan_type, StaticPlan>);
 static_assert(std::is_same_v<decltype(Static::plan_type::batch_extent()), Int<24>>);
 static_assert(std::is_same_v<decltype(Static::plan_type::hidden_extent()), Int<8>>);
 static_assert(std::is_same_v<decltype(Static::plan_type::vocab_extent()), Int<40>>);
-static_assert(std::is_same_v<decltype(Static::plan_type::rows_per_chunk()), Int<8>>);
-static_assert(std::is_same_v<decltype(Static::plan_type::chunk_count()), Int<3>>);
+static_assert(std::is_same_v<decltype(Static::plan_type::rows_per_chunk()), Int<2>>);
+static_assert(std::is_same_v<decltype(Static::plan_type::chunk_count()), Int<12>>);
 // The row body (the CUDA row kernel's body too) carries V as a type, and the plan costs it no
 // bytes: the kernel's parameters are pointers and scalars only.
 static_assert(
@@ -77,7 +78,7 @@ void expect_every_executor_gives_the_same_bits(Reduction reduction) {
   o.lse_square_scale = 1e-3;
   o.softcap = 20.0;
   FlceRun const serial = run_tessel<T>(p, o, 0, {}, exec::Serial{});
-  EXPECT_EQ(serial.plan.num_chunks, 3);
+  EXPECT_EQ(serial.plan.num_chunks, 12);
   EXPECT_TRUE(all_close(serial.loss, reference(p, o).loss, tolerance<T>()));
   auto expect_same = [&](FlceRun const& other, std::string const& what) {
     SCOPED_TRACE(what);
@@ -124,7 +125,7 @@ TEST(FlceChunkLoop, AForcedChunkSizeOnStaticShapesGivesTheStaticResults) {
     return std::pair(plan, std::vector<std::vector<float>>{loss, dx, dw, db});
   };
   auto const [static_plan, static_results] = run(0);
-  auto const [forced_plan, forced_results] = run(8);  // the static plan's chunk size, at run time
+  auto const [forced_plan, forced_results] = run(2);  // the static plan's chunk size, at run time
   EXPECT_EQ(static_plan, FlcePlan(StaticPlan{}));
   EXPECT_EQ(forced_plan, static_plan);
   EXPECT_EQ(forced_results, static_results);

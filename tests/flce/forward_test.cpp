@@ -279,7 +279,7 @@ TEST(FlceForwardF32, StaysFiniteForLargeLogits) {
 
 TEST(FlceForwardF32, ReturnsThePlanItUsed) {
   Problem const p = random_problem(47, 31, 123, 1u);
-  EXPECT_EQ(run_tessel<float>(p, {}).plan, make_plan(47, 31, 123));
+  EXPECT_EQ(run_tessel<float>(p, {}).plan, make_host_plan(47, 31, 123));
   EXPECT_EQ(run_tessel<float>(p, {}, 5).plan, make_plan(47, 31, 123, 5));
 }
 
@@ -296,14 +296,14 @@ TEST(FlceForwardF32, StaticShapesGiveTheSameResultsAsRunTimeShapes) {
   auto xs = make_tensor(x.data(), make_shape(Int<24>{}, Int<8>{}));
   auto ws = make_tensor(w.data(), make_shape(Int<40>{}, Int<8>{}));
   auto ys = make_tensor(p.target.data(), make_shape(Int<24>{}));
-  static_assert(decltype(make_plan(Int<24>{}, Int<8>{}, Int<40>{}))::chunk_size == 8);
+  static_assert(decltype(make_host_plan(Int<24>{}, Int<8>{}, Int<40>{}))::chunk_size == 2);
   FlcePlan const plan =
       forward(xs, ws, ys, {.label_smoothing = 0.1, .bias = make_tensor(b.data(), make_shape(40))},
               {.loss = make_tensor(loss.data(), make_shape(1)),
                .grad_input = make_tensor(dx.data(), make_shape(Int<24>{}, Int<8>{})),
                .grad_weight = make_tensor(dw.data(), make_shape(40, 8)),
                .grad_bias = make_tensor(db.data(), make_shape(40))});
-  EXPECT_EQ(plan, make_plan(24, 8, 40));
+  EXPECT_EQ(plan, make_host_plan(24, 8, 40));
   EXPECT_EQ(to_double(loss), dynamic.loss);
   EXPECT_EQ(to_double(dx), dynamic.grad_input);
   EXPECT_EQ(to_double(dw), dynamic.grad_weight);

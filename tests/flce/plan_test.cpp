@@ -114,6 +114,43 @@ TEST(FlcePlan, ScratchLayoutPlacesAlignedDisjointBuffers) {
   EXPECT_EQ(l.weight_f32_bytes, aligned(123 * 31 * 4));
 }
 
+// The host plan, stated directly: the largest power of two of rows <= bt / 8 and <= 2048 whose
+// f32 logits fit in the budget (1 if none).
+index_t host_chunk(index_t bt, index_t v, index_t budget) {
+  index_t best = 1;
+  for (index_t p = 1; p <= 2048; p <<= 1)
+    if (p <= bt / 8 && p * v * 4 <= budget) best = p;
+  return best;
+}
+
+// Static and run-time shapes give one plan; it is Liger's for no shape that reaches the budget.
+constexpr auto host_llama = make_host_plan(Int<16384>{}, Int<4096>{}, Int<128256>{});
+static_assert(std::is_same_v<std::remove_cvref_t<decltype(host_llama)>,
+                             StaticFlcePlan<16384, 4096, 128256, 128>>);
+static_assert(make_host_plan(16384, 4096, 128256) == FlcePlan(host_llama));
+static_assert(make_host_plan(Int<2048>{}, Int<512>{}, Int<32000>{}).chunk_size == 256);
+static_assert(make_host_plan(Int<2048>{}, Int<512>{}, Int<32000>{}, Int<16 << 20>{}).chunk_size ==
+              128);
+static_assert(std::is_same_v<decltype(make_host_plan(Int<64>{}, 8, Int<8>{})), FlcePlan>);
+
+TEST(FlceHostPlan, FollowsItsFormulaOverAGridOfShapesAndBudgets) {
+  for (index_t bt : {0, 1, 7, 8, 47, 64, 1000, 2048, 4096, 16384, 100000, 1 << 24})
+    for (index_t v : {1, 5, 123, 32000, 128256})
+      for (index_t budget : {index_t{0}, index_t{1} << 20, host_chunk_budget, index_t{1} << 34}) {
+        FlcePlan const p = make_host_plan(bt, 16, v, budget);
+        ASSERT_EQ(p.chunk_size, host_chunk(bt, v, budget)) << bt << " " << v << " " << budget;
+        ASSERT_EQ(p.num_chunks, bt <= 0 ? 0 : (bt + p.chunk_size - 1) / p.chunk_size);
+        // The chunk's logits stay within 1/8 of the whole logits whenever a chunk can.
+        if (bt >= 8) {
+          ASSERT_LE(p.chunk_size * 8, bt);
+        }
+      }
+  EXPECT_EQ(make_host_plan(2048, 512, 32000), make_host_plan(2048, 512, 32000, host_chunk_budget));
+  EXPECT_EQ(make_host_plan(2048, 512, 32000).num_chunks, 8);
+  EXPECT_EQ(make_host_plan(4096, 2048, 32000).chunk_size, 512);
+  EXPECT_EQ(make_host_plan(100000, 4096, 4096).chunk_size, 2048);
+}
+
 TEST(FlcePlan, RejectsImpossibleShapesWithASentence) {
   auto message = [](auto f) -> std::string {
     try {
@@ -129,6 +166,10 @@ TEST(FlcePlan, RejectsImpossibleShapesWithASentence) {
   EXPECT_EQ(message([] { make_plan(-2, 3, 4); }),
             "an FLCE plan needs a row count (bt) >= 0, got -2.");
   EXPECT_EQ(message([] { make_plan(5, 3, 4, 0); }), "an FLCE chunk size must be >= 1, got 0.");
+  EXPECT_EQ(message([] { make_host_plan(5, 3, 4, -1); }),
+            "an FLCE scratch budget must be >= 0 bytes, got -1.");
+  EXPECT_EQ(message([] { make_host_plan(5, 0, 4); }),
+            "an FLCE plan needs a hidden size >= 1, got 0.");
   EXPECT_EQ(message([] { make_plan(5, 3, 4).scratch_bytes(DType::i64); }),
             "FLCE computes on f32, f64, f16 or bf16 storage, not i64.");
   EXPECT_EQ(message([] { make_plan(5, 3, index_t{1} << 61).scratch_bytes(DType::f64); }),

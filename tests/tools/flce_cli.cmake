@@ -3,7 +3,7 @@
 tessel_cli_test(plan_flce_contract "plan|flce|--bt|16384|--hidden|4096|--vocab|128256|--dtype|bf16"
   STDOUT "{\"chunk_size\": 512, \"num_chunks\": 32, \"scratch_bytes\": 394133760}")
 tessel_cli_test(plan_flce_host_f32 "plan|flce|--bt|2048|--hidden|512|--vocab|32000|--device|host"
-  STDOUT "{\"chunk_size\": 64, \"num_chunks\": 32, \"scratch_bytes\": 8208640}")
+  STDOUT "{\"chunk_size\": 256, \"num_chunks\": 8, \"scratch_bytes\": 32784640}")
 tessel_cli_test(plan_flce_forced_chunk "plan|flce|--bt|100|--hidden|8|--vocab|8|--chunk-size|7"
   STDOUT "{\"chunk_size\": 7, \"num_chunks\": 15, \"scratch_bytes\": 1536}")
 tessel_cli_test(plan_flce_empty "plan|flce|--bt|0|--hidden|8|--vocab|8"

@@ -62,8 +62,9 @@ void run_plan_flce(PlanFlceOptions const& o) {
   DType const dtype = parse_flce_dtype(o.dtype);
   flce::Device const device = parse_device(o.device, "--device");
   flce::FlcePlan const plan =
-      o.chunk_size.empty() ? flce::make_plan(bt, h, v)
-                           : flce::make_plan(bt, h, v, parse_integer(o.chunk_size, "--chunk-size"));
+      !o.chunk_size.empty() ? flce::make_plan(bt, h, v, parse_integer(o.chunk_size, "--chunk-size"))
+      : device == flce::Device::host ? flce::make_host_plan(bt, h, v)
+                                     : flce::make_plan(bt, h, v);
   std::cout << json_line({{"chunk_size", plan.chunk_size},
                           {"num_chunks", plan.num_chunks},
                           {"scratch_bytes", plan.scratch_bytes(dtype, device)}})
@@ -387,7 +388,9 @@ void add_flce_commands(CLI::App& app) {
   plan_cmd->add_option("--vocab", plan_opts->vocab, "Vocabulary size V")->required();
   plan_cmd->add_option("--dtype", plan_opts->dtype, "Storage type: f32, f64, f16 or bf16")
       ->capture_default_str();
-  plan_cmd->add_option("--device", plan_opts->device, "Whose scratch: cuda or host")
+  plan_cmd
+      ->add_option("--device", plan_opts->device,
+                   "Whose plan and scratch: cuda (Liger-Kernel's chunking) or host (deeper chunks)")
       ->capture_default_str();
   plan_cmd->add_option("--chunk-size", plan_opts->chunk_size,
                        "Rows per chunk (default: heuristic)");

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <algorithm>
-#include <numeric>
 #include <type_traits>
 
 #include "../core/config.hpp"
@@ -18,6 +17,7 @@ TESSEL_BEGIN_EIGEN_INCLUDE
 #include <Eigen/Core>
 TESSEL_END_EIGEN_INCLUDE
 
+#include "dense/blas.hpp"
 #include "dense/operands.hpp"
 #include "executors.hpp"
 
@@ -25,9 +25,13 @@ namespace tessel::exec {
 
 namespace detail {
 
-// Output modes narrower than this are not split between threads: below it a tile's product
-// reuses too little of the packed operands to pay for packing them again.
-inline constexpr index_t dense_tile_grain = 64;
+// Output rows (or columns) per tile of a host product. The tiling depends on the shapes only,
+// never on the thread count, so every element is computed in the same tile by the same kernel
+// whatever the executor: the same bits for every thread count (a BLAS, like Eigen, may round a
+// tile's edge differently from its inside, so tiles that moved with the thread count would not
+// give that). Wide enough that packing the shared operand again per tile is small next to the
+// tile's product.
+inline constexpr index_t dense_tile_span = 256;
 
 // Keeps Eigen's own OpenMP parallelization off while a host dense call runs on one thread (Eigen
 // otherwise starts a team of omp_get_max_threads() for a large product). omp_set_num_threads sets
@@ -85,26 +89,6 @@ void with_orders(bool a_row, bool b_row, F const& f) {
   }
 }
 
-// Tile boundaries fall on multiples of this for T: Eigen's register block along both output modes
-// (gebp_traits' mr: 8 floats with SSE, 24 with AVX2, 48 with AVX-512; nr: 4). An element's sum
-// over k is then computed by the same micro-kernel, in the same order, whatever tile holds it, so
-// the thread count (which sets the number of tiles) does not change a single bit of the product.
-template <class T>
-inline constexpr index_t dense_tile_align =
-    std::lcm(index_t{Eigen::internal::gebp_traits<T, T>::mr},
-             index_t{Eigen::internal::gebp_traits<T, T>::nr});
-
-// Tile t of `tiles` pieces of [0, n): its begin and length. Every tile but the last is a whole
-// number of `align` (the last takes the rest and is the widest), so tiles start on register-block
-// boundaries and none is so narrow that Eigen would switch to a matrix-vector kernel.
-// @pre 1 <= tiles and, when tiles > 1, n / tiles >= align
-inline void tile_range(index_t n, index_t tiles, index_t align, index_t t, index_t& begin,
-                       index_t& count) {
-  index_t const step = tiles > 1 ? n / tiles / align * align : n;
-  begin = t * step;
-  count = t + 1 < tiles ? step : n - begin;
-}
-
 // C = alpha A B + beta C, C row-major. @pre check_gemm passed
 template <class T>
 void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const& a,
@@ -113,20 +97,16 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
   if (batch == 0 || m == 0 || n == 0) return;
   bool const by_cols = n >= m;
   index_t const span = by_cols ? n : m;
-  constexpr index_t align = dense_tile_align<T>;
-  static_assert(align <= dense_tile_grain, "tessel: a dense tile must hold a register block.");
-  index_t tiles = 1;
-  if (batch < threads)
-    tiles = std::max<index_t>(
-        1, std::min<index_t>((threads + batch - 1) / batch, span / dense_tile_grain));
+  index_t const tiles = std::max<index_t>(1, span / dense_tile_span);  // the last one is wider
   T const alpha = static_cast<T>(s.alpha), beta = static_cast<T>(s.beta);
+  bool const blas =
+      host_blas_v<T> && fits_blas_int(std::max({m, n, k, c.leading(), a.leading(), b.leading()}));
   with_orders(a.row_major(), b.row_major(), [&](auto a_row, auto b_row) {
     auto run = [&](index_t begin, index_t end) {
       for (index_t task = begin; task < end; ++task) {
         index_t const mat = task / tiles;
-        index_t first = 0, count = 0;
-        tile_range(span, tiles, align, task % tiles, first, count);
-        if (count == 0) continue;
+        index_t const first = task % tiles * dense_tile_span;
+        index_t const count = task % tiles + 1 < tiles ? dense_tile_span : span - first;
         auto cm = eigen_map<true>(c, mat);
         auto am = eigen_map<decltype(a_row)::value>(a, a.batch == 1 ? 0 : mat);
         auto bm = eigen_map<decltype(b_row)::value>(b, b.batch == 1 ? 0 : mat);
@@ -138,6 +118,16 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
             out.setZero();
           else
             out *= beta;
+        } else if (blas) {
+#if TESSEL_BLAS
+          // The tile's first row of A and first column of B, whatever their storage order.
+          T const* const a0 =
+              a.data + (a.batch == 1 ? 0 : mat) * a.batch_stride + i0 * a.row_stride;
+          T const* const b0 =
+              b.data + (b.batch == 1 ? 0 : mat) * b.batch_stride + j0 * b.col_stride;
+          blas_gemm(!a.row_major(), !b.row_major(), h, w, k, alpha, a0, a.leading(), b0,
+                    b.leading(), beta, out.data(), c.row_stride);
+#endif
         } else if (beta == T(0)) {
           out.noalias() = alpha * (am.middleRows(i0, h) * bm.middleCols(j0, w));
         } else {
@@ -161,15 +151,25 @@ void host_syrk(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
   index_t const batch = c.batch, n = c.rows;
   if (batch == 0 || n == 0) return;
   T const alpha = static_cast<T>(s.alpha), beta = static_cast<T>(s.beta);
+  bool const blas =
+      host_blas_v<T> && fits_blas_int(std::max({n, a.cols, c.leading(), a.leading()}));
   auto one = [&](index_t mat, auto a_row) {
     auto cm = eigen_map<true>(c, mat);
-    if (beta == T(0))
-      cm.setZero();
-    else if (beta != T(1))
-      cm *= beta;
-    if (a.cols > 0)
-      cm.template selfadjointView<Eigen::Lower>().rankUpdate(
-          eigen_map<decltype(a_row)::value>(a, a.batch == 1 ? 0 : mat), alpha);
+    if (blas && a.cols > 0) {
+#if TESSEL_BLAS
+      blas_syrk_lower(!a.row_major(), n, a.cols, alpha,
+                      a.data + (a.batch == 1 ? 0 : mat) * a.batch_stride, a.leading(), beta,
+                      cm.data(), c.row_stride);
+#endif
+    } else {
+      if (beta == T(0))
+        cm.setZero();
+      else if (beta != T(1))
+        cm *= beta;
+      if (a.cols > 0)
+        cm.template selfadjointView<Eigen::Lower>().rankUpdate(
+            eigen_map<decltype(a_row)::value>(a, a.batch == 1 ? 0 : mat), alpha);
+    }
     for (index_t i = 0; i < n; ++i)
       for (index_t j = i + 1; j < n; ++j) cm(i, j) = cm(j, i);
   };

@@ -2,12 +2,15 @@
 // matrices, info) over one matrix or a batch of them (Shampoo's inverse roots, one call per batch
 // group and mode). Each matrix is overwritten with its eigenvectors, the eigenvalues come out in
 // ascending order, and info says per matrix whether the solver converged, so a caller can retry
-// or keep an old result (a failure is data, not an exception). The host runs Eigen's
-// SelfAdjointEigenSolver on each matrix, the matrices spread over the executor's threads; the CUDA
-// twin is exec/cuda/eigh.cuh (cusolverDnXsyevBatched).
+// or keep an old result (a failure is data, not an exception). The host runs LAPACK's ?syevd
+// (divide and conquer, OpenBLAS's; exec/dense/blas.hpp) on each matrix when tessel is configured
+// with it, Eigen's SelfAdjointEigenSolver otherwise, the matrices spread over the executor's
+// threads; the CUDA twin is exec/cuda/eigh.cuh (cusolverDnXsyevBatched).
 #pragma once
 
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "../core/config.hpp"
 
@@ -35,6 +38,27 @@ int host_eigh_one(MatrixBatch<T> const& m, EigenvalueBatch<T> const& w, index_t 
   for (index_t i = 0; i < m.rows; ++i) w.at(b, i) = solver.eigenvalues()(i);
   return 0;
 }
+
+#if TESSEL_BLAS
+// The same with LAPACK's ?syevd on the matrix in place (exec/dense/blas.hpp); work, iwork and
+// values are the calling thread's workspace. A row-major matrix is its transpose in column-major,
+// so its lower triangle is LAPACK's upper one, and the eigenvectors come back as its rows.
+template <class T>
+int host_eigh_lapack(MatrixBatch<T> const& m, EigenvalueBatch<T> const& w, index_t b,
+                     std::vector<T>& work, std::vector<int>& iwork, std::vector<T>& values) {
+  T* const a = m.data + b * m.batch_stride;
+  index_t const n = m.rows, ld = m.leading();
+  bool const row_major = m.row_major();
+  values.resize(static_cast<std::size_t>(n));
+  int const info = lapack_syevd(row_major ? 'U' : 'L', n, a, ld, values.data(), work, iwork);
+  if (info != 0) return info > 0 ? info : 1;
+  if (row_major)
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = i + 1; j < n; ++j) std::swap(a[i * ld + j], a[j * ld + i]);
+  for (index_t i = 0; i < n; ++i) w.at(b, i) = values[static_cast<std::size_t>(i)];
+  return 0;
+}
+#endif
 
 }  // namespace detail
 
@@ -65,7 +89,19 @@ void eigh(X const& executor, W const& eigenvalues, M const& matrices, I const& i
   auto const ops = detail::eigh_operands(eigenvalues, matrices, info);
   index_t const n = ops.matrices.rows;
   index_t const work = ops.matrices.batch * n * n * n;
+  [[maybe_unused]] bool const lapack =
+      detail::host_blas_v<T> && detail::fits_blas_int(ops.matrices.leading());
   auto run = [&](index_t begin, index_t end) {
+#if TESSEL_BLAS
+    if (lapack) {
+      std::vector<T> work, values;
+      std::vector<int> iwork;
+      for (index_t b = begin; b < end; ++b)
+        ops.info.at(b) =
+            detail::host_eigh_lapack(ops.matrices, ops.eigenvalues, b, work, iwork, values);
+      return;
+    }
+#endif
     for (index_t b = begin; b < end; ++b)
       ops.info.at(b) = ops.matrices.row_major()
                            ? detail::host_eigh_one<T, true>(ops.matrices, ops.eigenvalues, b)

@@ -91,12 +91,22 @@ struct SameElement {
 
 }  // namespace detail
 
+// The plan of a call whose tensors live in Space: the host plan (make_host_plan) for host tensors,
+// Liger-Kernel's (make_plan) for device tensors.
+template <class Space, Integer BT, Integer H, Integer V>
+constexpr auto make_call_plan(BT bt, H h, V v) {
+  if constexpr (std::is_same_v<Space, HostSpace>)
+    return make_host_plan(bt, h, v);
+  else
+    return make_plan(bt, h, v);
+}
+
 // The plan type of a call with input X and weight W (and no forced chunk size): a StaticFlcePlan
 // when BT, H and V are all static extents, an FlcePlan otherwise.
 template <class X, class W>
-using call_plan_t = decltype(make_plan(get<0>(std::declval<X const&>().shape()),
-                                       get<1>(std::declval<X const&>().shape()),
-                                       get<0>(std::declval<W const&>().shape())));
+using call_plan_t = decltype(make_call_plan<typename std::remove_cvref_t<X>::space>(
+    get<0>(std::declval<X const&>().shape()), get<1>(std::declval<X const&>().shape()),
+    get<0>(std::declval<W const&>().shape())));
 
 namespace detail {
 
@@ -110,7 +120,7 @@ void with_plan(X const& input, W const& weight, index_t forced_chunk, F&& f) {
   if (forced_chunk > 0)
     f(FlcePlan(make_plan(to_index(bt), to_index(h), to_index(v), forced_chunk)));
   else
-    f(make_plan(bt, h, v));
+    f(make_call_plan<typename X::space>(bt, h, v));
 }
 
 template <class C>

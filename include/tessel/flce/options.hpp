@@ -32,7 +32,8 @@ struct Options {
   double grad_output = 1.0;
   // (BT) per-row upstream gradients, for reduction none (replaces grad_output).
   VectorArg<accum_t<T> const, Space> grad_output_rows{};
-  // Rows per chunk; 0 takes make_plan's heuristic.
+  // Rows per chunk; 0 takes the plan's heuristic (make_host_plan on the host, make_plan on CUDA).
+  // A memory budget: the chunk's logits take chunk_size * V * 4 bytes (8 for f64).
   index_t chunk_size = 0;
   // Gradient accumulation over micro-batches: grad_weight and grad_bias get this call's gradients
   // added to what they hold (+=) instead of overwritten. grad_input is always overwritten (it is

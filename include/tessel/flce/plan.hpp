@@ -27,6 +27,12 @@ enum class Device : std::uint8_t { host, cuda };
 // practical limit, beyond which the chunk buffer outgrows the savings).
 inline constexpr index_t max_chunk_size = 2048;
 
+// The host plan's default budget for one chunk of logits, in bytes of f32: 64 MiB. A CPU GEMM
+// wants deep chunks (grad_weight's product is as deep as a chunk has rows, and each chunk streams
+// the weight twice and grad_weight once), so the host plan takes the largest chunk the budget and
+// the 1/8 rule allow (docs/flce.md, "The host plan").
+inline constexpr index_t host_chunk_budget = index_t{64} << 20;
+
 // Every scratch buffer starts on a multiple of this (cuBLAS and vector loads want it).
 inline constexpr index_t scratch_alignment = 256;
 
@@ -75,6 +81,16 @@ constexpr index_t heuristic_chunk_size(index_t bt, index_t h, index_t v) {
   index_t const inc_factor = (v + h - 1) / h;
   index_t const rows = bt / inc_factor + (bt % inc_factor != 0 ? 1 : 0);
   return next_pow2_capped(rows, max_chunk_size);
+}
+
+// The host heuristic: the largest power of two of rows whose f32 logits, rows * V * 4 bytes, stay
+// within `budget` bytes and within 1/8 of the whole (BT, V) logits, at most max_chunk_size rows
+// and at least 1.
+// @pre v >= 1, budget >= 0
+constexpr index_t host_chunk_size(index_t bt, index_t v, index_t budget) {
+  index_t rows = 1;
+  while (rows * 2 <= bt / 8 && rows * 2 <= max_chunk_size && rows * 2 <= budget / 4 / v) rows *= 2;
+  return rows;
 }
 
 constexpr index_t plan_num_chunks(index_t bt, index_t chunk) {
@@ -229,7 +245,8 @@ template <class P>
 concept AnyFlcePlan = std::same_as<std::remove_cvref_t<P>, FlcePlan> ||
     detail::is_static_flce_plan<std::remove_cvref_t<P>>::value;
 
-// The plan for BT rows of hidden size H over a vocabulary of V:
+// The plan for BT rows of hidden size H over a vocabulary of V, Liger-Kernel's (the plan of a
+// CUDA call):
 //   chunk_size = min(2048, next_pow2(ceil(bt / ceil(v / h)))) (1 when bt <= 0),
 //   num_chunks = ceil(bt / chunk_size).
 // Static bt, h and v give a StaticFlcePlan; otherwise an FlcePlan with the same numbers.
@@ -243,6 +260,34 @@ constexpr auto make_plan(BT bt, H h, V v) {
   } else {
     detail::check_plan_arguments(to_index(bt), to_index(h), to_index(v));
     index_t const chunk = detail::heuristic_chunk_size(to_index(bt), to_index(h), to_index(v));
+    return FlcePlan{to_index(bt), to_index(h), to_index(v), chunk,
+                    detail::plan_num_chunks(to_index(bt), chunk)};
+  }
+}
+
+// The plan of a host call (flce::forward on host tensors): the largest power of two of rows whose
+// f32 logits fit in budget_bytes (64 MiB by default) and in 1/8 of the whole (BT, V) logits, at
+// most 2048:
+//   chunk_size = max{2^j : 2^j <= bt / 8, 2^j <= 2048, 2^j * v * 4 <= budget_bytes} (1 if none),
+//   num_chunks = ceil(bt / chunk_size).
+// A CPU's GEMMs want the deepest chunks memory allows (Liger-Kernel's rule, make_plan, sizes
+// chunks for a GPU's memory and gives 64 rows at BT 2048, V 32000; this gives 256). Static bt, h,
+// v (and budget) give a StaticFlcePlan.
+// @pre bt >= 0, h >= 1, v >= 1, budget_bytes >= 0
+template <Integer BT, Integer H, Integer V, Integer Budget = Int<host_chunk_budget>>
+constexpr auto make_host_plan(BT bt, H h, V v, Budget budget_bytes = {}) {
+  if constexpr (StaticInt<BT> && StaticInt<H> && StaticInt<V> && StaticInt<Budget>) {
+    static_assert(detail::StaticPlanArguments<BT::value, H::value, V::value>::ok);
+    static_assert(Budget::value >= 0, "tessel: an FLCE scratch budget must be >= 0 bytes.");
+    return StaticFlcePlan<BT::value, H::value, V::value,
+                          detail::host_chunk_size(BT::value, V::value, Budget::value)>{};
+  } else {
+    detail::check_plan_arguments(to_index(bt), to_index(h), to_index(v));
+    if (to_index(budget_bytes) < 0)
+      detail::throw_error(detail::sentence("an FLCE scratch budget must be >= 0 bytes, got ",
+                                           to_index(budget_bytes), "."));
+    index_t const chunk =
+        detail::host_chunk_size(to_index(bt), to_index(v), to_index(budget_bytes));
     return FlcePlan{to_index(bt), to_index(h), to_index(v), chunk,
                     detail::plan_num_chunks(to_index(bt), chunk)};
   }
