@@ -11,7 +11,7 @@
 #include <span>
 #include <type_traits>
 
-#include <Eigen/Dense>
+#include <Eigen/Core>
 
 #include "../core/error.hpp"
 #include "../core/layout.hpp"
