@@ -1,7 +1,7 @@
 // tessel Shampoo: blocking plans, the optimizer, inverse roots, quantized factors and
 // CombinedLinear. tessel.hpp includes only the light part (plans, distribute_buffer_sizes,
 // options, utilities); the optimizer needs Eigen's eigensolver, so it comes with this header. The
-// state files (safetensors and nlohmann/json, 1.8 s of compile time) are not part of the step:
+// state files (safetensors and nlohmann/json, 2 s of compile time) are not part of the step:
 // <tessel/shampoo/state/checkpoint.hpp> and <tessel/shampoo/distributed/checkpoint.hpp>.
 // The device optimizer is <tessel/shampoo/device_shampoo.cuh> (CUDA translation units).
 #pragma once
