@@ -780,7 +780,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
 // one.
 template <class T, PlanTag P = RuntimePlan, class X = exec::Auto>
 requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executor<X> class Shampoo
-    : public ShampooBase<T, X> {
+    final : public ShampooBase<T, X> {
   using Base = ShampooBase<T, X>;
   using typename Base::B;
   using typename Base::Group;
