@@ -6,6 +6,10 @@
 
 namespace tessel::shampoo {
 
+template class CombinedLinear<float>;
+template class CombinedLinear<double>;
+template class ShampooBase<float, exec::Auto>;
+template class ShampooBase<double, exec::Auto>;
 template class Shampoo<float>;
 template class Shampoo<double>;
 template class DistributedShampoo<float>;

@@ -27,6 +27,7 @@
 
 #include <tessel/io.hpp>
 #include <tessel/shampoo.hpp>
+#include <tessel/shampoo/state/checkpoint.hpp>
 #include <tessel/tessel.hpp>
 
 #include "config.hpp"

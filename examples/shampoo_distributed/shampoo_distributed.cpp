@@ -19,6 +19,7 @@
 #include <tessel/dist/mpi.hpp>
 #include <tessel/dist/single_process.hpp>
 #include <tessel/shampoo.hpp>
+#include <tessel/shampoo/distributed/checkpoint.hpp>
 
 using namespace tessel;
 using namespace tessel::literals;

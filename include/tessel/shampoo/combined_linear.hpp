@@ -11,7 +11,7 @@
 #include <span>
 #include <type_traits>
 
-#include <Eigen/Dense>
+#include <Eigen/Core>
 
 #include "../core/error.hpp"
 #include "../core/layout.hpp"
@@ -60,43 +60,15 @@ class CombinedLinear {
 
   // Draws weight and bias from U(-1/sqrt(in), 1/sqrt(in)), nn.Linear's distribution (kaiming
   // uniform with a = sqrt(5)); the numbers come from std::mt19937_64, not PyTorch's generator.
-  void reset_parameters(std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    double const bound = in_ > 0 ? 1.0 / std::sqrt(static_cast<double>(in_)) : 0.0;
-    std::uniform_real_distribution<double> u(-bound, bound);
-    for (T& x : parameter()) x = static_cast<T>(bound > 0.0 ? u(rng) : 0.0);
-  }
+  void reset_parameters(std::uint64_t seed);
 
   // output (batch, out) = input (batch, in) W^T + b.
-  void forward(std::span<T const> input, index_t batch, std::span<T> output) const {
-    check_sizes(input.size(), batch * in_, "input", batch, in_);
-    check_sizes(output.size(), batch * out_, "output", batch, out_);
-    auto w = combined_map();
-    Eigen::Map<Matrix const> x(input.data(), batch, in_);
-    Eigen::Map<Matrix> y(output.data(), batch, out_);
-    y.noalias() = x * w.leftCols(in_).transpose();
-    if (bias_) y.rowwise() += w.col(in_).transpose();
-  }
+  void forward(std::span<T const> input, index_t batch, std::span<T> output) const;
 
   // grad_combined (out, in + 1) = grad_output^T [input, 1]; grad_input (batch, in) =
   // grad_output W when given (may be empty).
   void backward(std::span<T const> input, std::span<T const> grad_output, index_t batch,
-                std::span<T> grad_combined, std::span<T> grad_input = {}) const {
-    check_sizes(input.size(), batch * in_, "input", batch, in_);
-    check_sizes(grad_output.size(), batch * out_, "grad_output", batch, out_);
-    check_sizes(grad_combined.size(), out_ * in_features_with_bias(), "grad_combined", out_,
-                in_features_with_bias());
-    Eigen::Map<Matrix const> x(input.data(), batch, in_);
-    Eigen::Map<Matrix const> dy(grad_output.data(), batch, out_);
-    Eigen::Map<Matrix> dw(grad_combined.data(), out_, in_features_with_bias());
-    dw.leftCols(in_).noalias() = dy.transpose() * x;
-    if (bias_) dw.col(in_) = dy.colwise().sum().transpose();
-    if (!grad_input.empty()) {
-      check_sizes(grad_input.size(), batch * in_, "grad_input", batch, in_);
-      Eigen::Map<Matrix>(grad_input.data(), batch, in_).noalias() =
-          dy * combined_map().leftCols(in_);
-    }
-  }
+                std::span<T> grad_combined, std::span<T> grad_input = {}) const;
 
  private:
   static index_t check_features(index_t n, char const* name) {
@@ -121,4 +93,56 @@ class CombinedLinear {
   decltype(make_host_tensor<T>(make_shape(index_t{}, index_t{}))) combined_;
 };
 
+// Out of the class, so that a translation unit with TESSEL_SHAMPOO_PREBUILT (below) compiles
+// none of Eigen's products.
+template <class T>
+requires std::is_same_v<T, float> || std::is_same_v<T, double>
+void CombinedLinear<T>::reset_parameters(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  double const bound = in_ > 0 ? 1.0 / std::sqrt(static_cast<double>(in_)) : 0.0;
+  std::uniform_real_distribution<double> u(-bound, bound);
+  for (T& x : parameter()) x = static_cast<T>(bound > 0.0 ? u(rng) : 0.0);
+}
+
+template <class T>
+requires std::is_same_v<T, float> || std::is_same_v<T, double>
+void CombinedLinear<T>::forward(std::span<T const> input, index_t batch,
+                                std::span<T> output) const {
+  check_sizes(input.size(), batch * in_, "input", batch, in_);
+  check_sizes(output.size(), batch * out_, "output", batch, out_);
+  auto w = combined_map();
+  Eigen::Map<Matrix const> x(input.data(), batch, in_);
+  Eigen::Map<Matrix> y(output.data(), batch, out_);
+  y.noalias() = x * w.leftCols(in_).transpose();
+  if (bias_) y.rowwise() += w.col(in_).transpose();
+}
+
+template <class T>
+requires std::is_same_v<T, float> || std::is_same_v<T, double>
+void CombinedLinear<T>::backward(std::span<T const> input, std::span<T const> grad_output,
+                                 index_t batch, std::span<T> grad_combined,
+                                 std::span<T> grad_input) const {
+  check_sizes(input.size(), batch * in_, "input", batch, in_);
+  check_sizes(grad_output.size(), batch * out_, "grad_output", batch, out_);
+  check_sizes(grad_combined.size(), out_ * in_features_with_bias(), "grad_combined", out_,
+              in_features_with_bias());
+  Eigen::Map<Matrix const> x(input.data(), batch, in_);
+  Eigen::Map<Matrix const> dy(grad_output.data(), batch, out_);
+  Eigen::Map<Matrix> dw(grad_combined.data(), out_, in_features_with_bias());
+  dw.leftCols(in_).noalias() = dy.transpose() * x;
+  if (bias_) dw.col(in_) = dy.colwise().sum().transpose();
+  if (!grad_input.empty()) {
+    check_sizes(grad_input.size(), batch * in_, "grad_input", batch, in_);
+    Eigen::Map<Matrix>(grad_input.data(), batch, in_).noalias() = dy * combined_map().leftCols(in_);
+  }
+}
+
 }  // namespace tessel::shampoo
+
+// tessel::shampoo_prebuilt (src/shampoo_prebuilt.cpp) compiles both layers once.
+#if defined(TESSEL_SHAMPOO_PREBUILT)
+namespace tessel::shampoo {
+extern template class CombinedLinear<float>;
+extern template class CombinedLinear<double>;
+}  // namespace tessel::shampoo
+#endif

@@ -14,7 +14,8 @@
 // host memory; exec::Cuda runs the same code on the device (<tessel/shampoo/device_shampoo.cuh>,
 // where DeviceShampoo names it). Plan is RuntimePlan (a plan value given to the constructor) or
 // static_plan<plan> (the plan as a type: block shapes and segment layouts are Int<> shapes in the
-// stage code, plan/static_plan.hpp).
+// passes that read and write the parameters' blocks, plan/static_plan.hpp). Everything that does
+// not depend on the plan's type is ShampooBase<T, Executor>, shared by all plans.
 #pragma once
 
 #include <algorithm>
@@ -58,35 +59,25 @@ template <class T, class X>
 requires exec::Executor<X>
 class DistributedShampoo;
 
-template <class T, PlanTag P = RuntimePlan, class X = exec::Auto>
-requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executor<X> class Shampoo {
+// The part of Shampoo<T, P, X> that does not depend on the plan's type: the state, the dense
+// stages (factors, inverse roots, grafting), the state dictionaries and the step's entry points.
+// Only the passes over segments of equal blocks (gathering the gradient, applying the update) see
+// the plan's block shapes; Shampoo<T, P, X> defines them (gather_segments, update_segments). So
+// every plan, run-time or static, shares one instantiation of the rest, and
+// tessel::shampoo_prebuilt compiles it once for float and double on the default executor.
+template <class T, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> class ShampooBase {
+ protected:
   using B = exec::Memory<X>;
   using Group = GroupState<T, X>;
 
  public:
   using value_type = T;
-  using plan_type = P;
   using executor_type = X;
 
-  // A run-time plan (any BasicPlan; a static one is copied into a Plan).
-  // @pre validate(options) passes (checked; tessel::Error otherwise)
-  template <class PP, class BB, class GG>
-  requires std::same_as<P, RuntimePlan>
-  explicit Shampoo(BasicPlan<PP, BB, GG> const& plan, Options options = {}, X executor = {})
-      : plan_(to_runtime(plan)), options_(std::move(options)), executor_(executor) {
-    build();
-  }
-
-  // The plan of the type: Shampoo<float, static_plan<plan>> opt(options).
-  explicit Shampoo(Options options = {}, X executor = {}) requires is_static_plan_v<P>
-      : plan_(to_runtime(P::value)), options_(std::move(options)), executor_(executor) {
-    build();
-  }
-
-  Shampoo(Shampoo const&) = delete;
-  Shampoo& operator=(Shampoo const&) = delete;
-  Shampoo(Shampoo&&) noexcept = default;
-  Shampoo& operator=(Shampoo&&) noexcept = default;
+  ShampooBase(ShampooBase const&) = delete;
+  ShampooBase& operator=(ShampooBase const&) = delete;
 
   Plan const& plan() const noexcept { return plan_; }
   Options const& options() const noexcept { return options_; }
@@ -193,10 +184,99 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
   // anything is copied: on error the optimizer is left exactly as it was.
   void load_state_dict(StateDict const& state);
 
- private:
+ protected:
   template <class U, class Y>
   requires exec::Executor<Y>
   friend class DistributedShampoo;
+
+  // @pre validate(options) passes (checked; tessel::Error otherwise)
+  ShampooBase(Plan plan, Options options, X executor)
+      : plan_(std::move(plan)), options_(std::move(options)), executor_(executor) {
+    build();
+  }
+  ShampooBase(ShampooBase&&) noexcept = default;
+  ShampooBase& operator=(ShampooBase&&) noexcept = default;
+  ~ShampooBase() = default;
+
+  // The passes over segments, defined by Shampoo<T, P, X> for its plan. gather_segments: every
+  // block's gradient (plus s.l2 times its parameter) into its group's slots. update_segments: every
+  // block of group gi moved along direction[gi] (skipped where null), into the parameters, or with
+  // into_updates into out[gi] (compute_updates); stage_momentum as in prepare_updates.
+  virtual void gather_segments(std::vector<T*> const& params, std::vector<T const*> const& grads,
+                               StepScalars<T> const& s) = 0;
+  virtual void update_segments(std::vector<T*> const& params, StepScalars<T> const& s,
+                               std::vector<T*> const& direction, std::vector<T*> const& out,
+                               bool into_updates, bool stage_momentum) = 0;
+
+  // One segment's passes, for a static segment geometry (Int<> layouts) or a run-time one.
+  template <class Seg>
+  void gather_segment(Group& g, Seg const& seg, std::vector<T*> const& params,
+                      std::vector<T const*> const& grads, StepScalars<T> const& s) {
+    stages::gather_gradient(
+        executor_, B::view(g.grad.data() + seg.first_slot * g.numel, seg.state_layout()),
+        B::view(grads[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout()),
+        B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout()),
+        s.l2);
+  }
+  // Without weight decay in the gradient (s.l2 == 0, the default): a copy.
+  template <class Seg>
+  void copy_gradient_segment(Group& g, Seg const& seg, std::vector<T const*> const& grads) {
+    assign(B::view(g.grad.data() + seg.first_slot * g.numel, seg.state_layout()),
+           B::view(grads[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout()),
+           executor_);
+  }
+  // Without momentum, into the parameters: the update of step() with the default options.
+  template <class Seg>
+  void plain_update_segment(Group& g, Seg const& seg, std::vector<T*> const& params,
+                            StepScalars<T> const& s, T const* direction) {
+    index_t const first = seg.first_slot * g.numel;
+    auto const param =
+        B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout());
+    auto const scale = B::view(g.scale.data() + seg.first_slot, seg.slot_layout());
+    stages::apply_update(
+        executor_, param,
+        stages::plain_update(B::view(direction + first, seg.state_layout()), scale, param, s),
+        s.lr);
+  }
+  template <class Seg>
+  void update_segment(Group& g, Seg const& seg, std::vector<T*> const& params,
+                      StepScalars<T> const& s, T const* direction, T* out, bool into_updates,
+                      bool stage_momentum) {
+    if (!into_updates && options_.momentum == 0.0) {
+      plain_update_segment(g, seg, params, s, direction);
+      return;
+    }
+    auto const state = seg.state_layout();
+    index_t const first = seg.first_slot * g.numel;
+    auto const d = B::view(direction + first, state);
+    auto const scale = B::view(g.scale.data() + seg.first_slot, seg.slot_layout());
+    auto const param =
+        B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout());
+    auto finish = [&](auto const& u) {
+      if (into_updates)
+        assign(B::view(out + first, state), u, executor_);
+      else
+        stages::apply_update(executor_, param, u, s.lr);
+    };
+    if (options_.momentum == 0.0) {
+      finish(stages::plain_update(d, scale, param, s));
+      return;
+    }
+    auto const m_in = B::view(g.momentum.data() + first, state);
+    auto const m_out =
+        B::view((stage_momentum ? g.staged_momentum : g.momentum).data() + first, state);
+    stages::advance_momentum(executor_, m_out, m_in, d, scale, param, s);
+    finish(stages::momentum_update(d, scale, param, m_out, s));
+  }
+
+  // Both passes over run-time segment geometries (index_t layouts): a run-time plan's, and a
+  // static plan's where constant extents gain nothing worth an instantiation per segment shape
+  // (momentum, compute_updates). Compiled once per T and X (tessel::shampoo_prebuilt).
+  void gather_runtime_segments(std::vector<T*> const& params, std::vector<T const*> const& grads,
+                               StepScalars<T> const& s);
+  void update_runtime_segments(std::vector<T*> const& params, StepScalars<T> const& s,
+                               std::vector<T*> const& direction, std::vector<T*> const& out,
+                               bool into_updates, bool stage_momentum);
 
   // The first block (in plan order) whose step failed, and the error.
   struct BlockFailure {
@@ -266,21 +346,6 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
     return B::view(data, make_layout(make_shape(g.count, g.numel)));
   }
 
-  // f(group, segment geometry) for every segment: Int<> layouts for a static plan, index_t for a
-  // run-time one. Segments of equal shapes share one instantiation of every stage.
-  template <class F>
-  void for_each_segment(F&& f) {
-    if constexpr (is_static_plan_v<P>) {
-      [&]<std::size_t... S>(std::index_sequence<S...>) {
-        (f(groups_[static_cast<std::size_t>(P::segments[S].group)], static_segment<P, S>()), ...);
-      }
-      (std::make_index_sequence<P::num_segments>{});
-    } else {
-      for (auto& g : groups_)
-        for (auto const& s : g.segments) f(g, runtime_segment(s, g.shape));
-    }
-  }
-
   // ---- the step ----
 
   // Before anything is written: finite gradients (throws, naming the first bad element) and the
@@ -296,13 +361,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
       // sum(g * 0) is NaN exactly when g holds a NaN or an Inf.
       assign(flat(grad_flags_.data() + p, 1), sum(g * T(0), keep), executor_);
     }
-    for_each_segment([&](Group& g, auto const& seg) {
-      stages::gather_gradient(
-          executor_, B::view(g.grad.data() + seg.first_slot * g.numel, seg.state_layout()),
-          B::view(grads[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout()),
-          B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout()),
-          s.l2);
-    });
+    gather_segments(params, grads, s);
     for (auto& g : groups_) {
       if (g.numel == 0) continue;
       for (std::size_t j = 0; j < g.modes.size(); ++j) {
@@ -512,31 +571,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
       direction[gi] = search_direction(g, s);
       out[gi] = direction[gi] == g.spare.data() ? g.search.data() : g.spare.data();
     }
-    for_each_segment([&](Group& g, auto const& seg) {
-      auto const gi = static_cast<std::size_t>(&g - groups_.data());
-      if (!direction[gi]) return;
-      auto const state = seg.state_layout();
-      index_t const first = seg.first_slot * g.numel;
-      auto const d = B::view(direction[gi] + first, state);
-      auto const scale = B::view(g.scale.data() + seg.first_slot, seg.slot_layout());
-      auto const param =
-          B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout());
-      auto finish = [&](auto const& u) {
-        if constexpr (IntoUpdates)
-          assign(B::view(out[gi] + first, state), u, executor_);
-        else
-          stages::apply_update(executor_, param, u, s.lr);
-      };
-      if (options_.momentum == 0.0) {
-        finish(stages::plain_update(d, scale, param, s));
-        return;
-      }
-      auto const m_in = B::view(g.momentum.data() + first, state);
-      auto const m_out =
-          B::view((stage_momentum ? g.staged_momentum : g.momentum).data() + first, state);
-      stages::advance_momentum(executor_, m_out, m_in, d, scale, param, s);
-      finish(stages::momentum_update(d, scale, param, m_out, s));
-    });
+    update_segments(params, s, direction, out, IntoUpdates, stage_momentum);
     if constexpr (IntoUpdates) {
       for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
         auto const gi = static_cast<std::size_t>(plan_.blocks[b].group);
@@ -740,29 +775,82 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
   index_t step_ = 0;
 };
 
+// The optimizer: ShampooBase<T, X> (everything but the plan) and the passes over the plan's
+// segments, instantiated per segment shape: Int<> layouts for a static plan, index_t for a run-time
+// one.
+template <class T, PlanTag P = RuntimePlan, class X = exec::Auto>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executor<X> class Shampoo
+    final : public ShampooBase<T, X> {
+  using Base = ShampooBase<T, X>;
+  using typename Base::B;
+  using typename Base::Group;
+
+ public:
+  using plan_type = P;
+
+  // A run-time plan (any BasicPlan; a static one is copied into a Plan).
+  // @pre validate(options) passes (checked; tessel::Error otherwise)
+  template <class PP, class BB, class GG>
+  requires std::same_as<P, RuntimePlan>
+  explicit Shampoo(BasicPlan<PP, BB, GG> const& plan, Options options = {}, X executor = {})
+      : Base(to_runtime(plan), std::move(options), executor) {}
+
+  // The plan of the type: Shampoo<float, static_plan<plan>> opt(options).
+  explicit Shampoo(Options options = {}, X executor = {}) requires is_static_plan_v<P>
+      : Base(to_runtime(P::value), std::move(options), executor) {}
+
+  Shampoo(Shampoo const&) = delete;
+  Shampoo& operator=(Shampoo const&) = delete;
+  Shampoo(Shampoo&&) noexcept = default;
+  Shampoo& operator=(Shampoo&&) noexcept = default;
+  ~Shampoo() = default;
+
+ private:
+  // f(group, segment geometry) for every segment of a static plan (Int<> layouts). Segments of
+  // equal shapes share one instantiation of every stage.
+  template <class F>
+  void for_each_static_segment(F&& f) {
+    [&]<std::size_t... S>(std::index_sequence<S...>) {
+      (f(this->groups_[static_cast<std::size_t>(P::segments[S].group)], static_segment<P, S>()),
+       ...);
+    }
+    (std::make_index_sequence<P::num_segments>{});
+  }
+
+  // A static plan gathers the gradient (without l2 decay) and applies the plain update (step()
+  // without momentum) with its segments' Int<> layouts: the passes that read and write the
+  // parameters' blocks, where constant strides pay. The rest (l2 decay, momentum,
+  // compute_updates) goes through the run-time geometry that every plan shares.
+  void gather_segments(std::vector<T*> const& params, std::vector<T const*> const& grads,
+                       StepScalars<T> const& s) override;
+  void update_segments(std::vector<T*> const& params, StepScalars<T> const& s,
+                       std::vector<T*> const& direction, std::vector<T*> const& out,
+                       bool into_updates, bool stage_momentum) override;
+};
+
 // The entry points to the step are defined out of the class: not inline, so a translation unit
 // that declares the instantiation extern (TESSEL_SHAMPOO_PREBUILT, below) compiles none of the
 // step, even where the optimizer would inline.
-template <class T, PlanTag P, class X>
+template <class T, class X>
 requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
-    exec::Executor<X> void Shampoo<T, P, X>::step(std::span<std::span<T> const> params,
-                                                  std::span<std::span<T const> const> grads) {
+    exec::Executor<X> void ShampooBase<T, X>::step(std::span<std::span<T> const> params,
+                                                   std::span<std::span<T const> const> grads) {
   check_step_arguments(params, grads);
   auto const ptrs = pointers(params, grads);
   run_step<false>(ptrs.first, ptrs.second, nullptr);
 }
 
-template <class T, PlanTag P, class X>
+template <class T, class X>
 requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
-    exec::Executor<X> void Shampoo<T, P, X>::step(std::vector<T*> const& params,
-                                                  std::vector<T const*> const& grads) {
+    exec::Executor<X> void ShampooBase<T, X>::step(std::vector<T*> const& params,
+                                                   std::vector<T const*> const& grads) {
   check_counts(params.size(), grads.size());
   run_step<false>(params, grads, nullptr);
 }
 
-template <class T, PlanTag P, class X>
+template <class T, class X>
 requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
-    exec::Executor<X> void Shampoo<T, P, X>::compute_updates(
+    exec::Executor<X> void ShampooBase<T, X>::compute_updates(
         std::span<std::span<T> const> params, std::span<std::span<T const> const> grads,
         std::span<T> updates) {
   check_step_arguments(params, grads);
@@ -774,18 +862,18 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   run_step<true>(ptrs.first, ptrs.second, updates.data());
 }
 
-template <class T, PlanTag P, class X>
+template <class T, class X>
 requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
-    exec::Executor<X> void Shampoo<T, P, X>::compute_updates(std::vector<T*> const& params,
-                                                             std::vector<T const*> const& grads,
-                                                             T* updates) {
+    exec::Executor<X> void ShampooBase<T, X>::compute_updates(std::vector<T*> const& params,
+                                                              std::vector<T const*> const& grads,
+                                                              T* updates) {
   check_counts(params.size(), grads.size());
   run_step<true>(params, grads, updates);
 }
 
-template <class T, PlanTag P, class X>
+template <class T, class X>
 requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executor<X> StateDict
-    Shampoo<T, P, X>::state_dict() const {
+    ShampooBase<T, X>::state_dict() const {
   StateDict out = expected_state();
   std::int64_t const step = step_;
   for (std::size_t p = 0; p < plan_.num_params(); ++p)
@@ -803,16 +891,16 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
   return out;
 }
 
-template <class T, PlanTag P, class X>
+template <class T, class X>
 requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
-    exec::Executor<X> void Shampoo<T, P, X>::load_state_dict(StateDict const& state) {
+    exec::Executor<X> void ShampooBase<T, X>::load_state_dict(StateDict const& state) {
   index_t const step = check_state_dict(state);
   assign_state_dict(state, step);
 }
 
-template <class T, PlanTag P, class X>
+template <class T, class X>
 requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
-    exec::Executor<X> void Shampoo<T, P, X>::build() {
+    exec::Executor<X> void ShampooBase<T, X>::build() {
   validate(options_);
   groups_.resize(plan_.num_groups());
   auto const all_segments = segments(plan_);
@@ -876,15 +964,75 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   B::wait(executor_);
 }
 
+// The passes over segments are defined out of the class too: a program with a run-time plan and
+// TESSEL_SHAMPOO_PREBUILT compiles none of them.
+template <class T, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void ShampooBase<T, X>::gather_runtime_segments(
+        std::vector<T*> const& params, std::vector<T const*> const& grads,
+        StepScalars<T> const& s) {
+  for (auto& g : groups_)
+    for (auto const& seg : g.segments)
+      gather_segment(g, runtime_segment(seg, g.shape), params, grads, s);
+}
+
+template <class T, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void ShampooBase<T, X>::update_runtime_segments(
+        std::vector<T*> const& params, StepScalars<T> const& s, std::vector<T*> const& direction,
+        std::vector<T*> const& out, bool into_updates, bool stage_momentum) {
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    if (!direction[gi]) continue;
+    for (auto const& seg : groups_[gi].segments)
+      update_segment(groups_[gi], runtime_segment(seg, groups_[gi].shape), params, s, direction[gi],
+                     out[gi], into_updates, stage_momentum);
+  }
+}
+
+template <class T, PlanTag P, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void Shampoo<T, P, X>::gather_segments(std::vector<T*> const& params,
+                                                             std::vector<T const*> const& grads,
+                                                             StepScalars<T> const& s) {
+  if constexpr (is_static_plan_v<P>) {
+    if (s.l2 == T(0)) {
+      for_each_static_segment(
+          [&](Group& g, auto const& seg) { this->copy_gradient_segment(g, seg, grads); });
+      return;
+    }
+  }
+  this->gather_runtime_segments(params, grads, s);
+}
+
+template <class T, PlanTag P, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void Shampoo<T, P, X>::update_segments(
+        std::vector<T*> const& params, StepScalars<T> const& s, std::vector<T*> const& direction,
+        std::vector<T*> const& out, bool into_updates, bool stage_momentum) {
+  if constexpr (is_static_plan_v<P>) {
+    if (!into_updates && this->options_.momentum == 0.0) {
+      for_each_static_segment([&](Group& g, auto const& seg) {
+        auto const gi = static_cast<std::size_t>(&g - this->groups_.data());
+        if (direction[gi]) this->plain_update_segment(g, seg, params, s, direction[gi]);
+      });
+      return;
+    }
+  }
+  this->update_runtime_segments(params, s, direction, out, into_updates, stage_momentum);
+}
+
 }  // namespace tessel::shampoo
 
 // The tessel::shampoo_prebuilt library (CMake; src/shampoo_prebuilt.cpp) compiles the common
 // optimizers once. A translation unit built with TESSEL_SHAMPOO_PREBUILT (the library's targets
 // get it) links to them instead of compiling the step itself, which is most of a Shampoo
-// program's compile time (docs/benchmarks.md). Other instantiations (a static plan, another
-// executor) are compiled where they are used, as without the library.
+// program's compile time (docs/benchmarks.md). A static plan on the default executor then compiles
+// only its own passes over segments (Shampoo<T, static_plan<p>>'s two overrides); another executor
+// compiles the whole step where it is used, as without the library.
 #if defined(TESSEL_SHAMPOO_PREBUILT)
 namespace tessel::shampoo {
+extern template class ShampooBase<float, exec::Auto>;
+extern template class ShampooBase<double, exec::Auto>;
 extern template class Shampoo<float>;
 extern template class Shampoo<double>;
 }  // namespace tessel::shampoo
