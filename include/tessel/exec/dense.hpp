@@ -35,8 +35,9 @@ inline constexpr index_t dense_tile_span = 256;
 
 // Keeps Eigen's own OpenMP parallelization off while a host dense call runs on one thread (Eigen
 // otherwise starts a team of omp_get_max_threads() for a large product). omp_set_num_threads sets
-// the calling task's ICV only, so other threads are unaffected. Inside a team Eigen runs serially
-// by itself.
+// the calling task's ICV only, so other threads are unaffected. Every task of a team holds one
+// too: Eigen sizes its GEMM blocks by nbThreads() (omp_get_max_threads()), so without it a tile
+// computed inside a team is blocked, and rounded, differently from the same tile computed alone.
 class SerialEigen {
  public:
   SerialEigen() {
@@ -140,7 +141,10 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
       SerialEigen serial;
       run(0, batch * tiles);
     } else {
-      parallel_ranges(threads, batch * tiles, run);
+      parallel_ranges(threads, batch * tiles, [&](index_t begin, index_t end) {
+        SerialEigen serial;
+        run(begin, end);
+      });
     }
   });
 }
@@ -185,7 +189,10 @@ void host_syrk(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
     SerialEigen serial;
     run(0, batch);
   } else {
-    parallel_ranges(threads, batch, run);
+    parallel_ranges(threads, batch, [&](index_t begin, index_t end) {
+      SerialEigen serial;
+      run(begin, end);
+    });
   }
 }
 

@@ -116,7 +116,10 @@ void eigh(X const& executor, W const& eigenvalues, M const& matrices, I const& i
     detail::SerialEigen serial;
     run(0, ops.matrices.batch);
   } else {
-    detail::parallel_ranges(threads, ops.matrices.batch, run);
+    detail::parallel_ranges(threads, ops.matrices.batch, [&](index_t begin, index_t end) {
+      detail::SerialEigen serial;
+      run(begin, end);
+    });
   }
 }
 
