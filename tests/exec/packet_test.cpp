@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -117,6 +118,78 @@ TEST(PacketPath, StridedBroadcastAndTailLoadsAgreeWithContiguous) {
   for (index_t r = 0; r < 37; ++r)
     for (index_t c = 0; c < 9; ++c)
       EXPECT_NEAR(outt(r, c), std::exp(big(c, r)), 3e-7f * std::exp(big(c, r)));
+}
+
+// Restores the process's streaming-store threshold when a test ends.
+struct StreamingStores {
+  index_t saved;
+  explicit StreamingStores(index_t bytes) : saved(exec::set_streaming_store_bytes(bytes)) {}
+  ~StreamingStores() { exec::set_streaming_store_bytes(saved); }
+};
+
+// Streaming stores change how a destination is written, never what: every element (the ones
+// before the first packet-aligned address, the full packets, the tail) equals an ordinary pass's,
+// bit for bit, whatever the destination's alignment, the element type and the thread count.
+template <class T>
+void expect_streaming_gives_same_bits() {
+  index_t const n = 20011;  // runs far above the 4 KiB minimum, with a tail
+  auto x = test::random_tensor<T>(make_shape(n + 16), T(-2), T(2), 5);
+  auto z = test::random_tensor<T>(make_shape(n + 16), T(-2), T(2), 6);
+  for (index_t offset : {0, 1, 3, 7}) {
+    auto xs = x(range(offset, offset + n));
+    auto zs = z(range(16 - offset, 16 - offset + n));
+    auto plain = make_host_tensor<T>(make_shape(n + 16));
+    auto streamed = make_host_tensor<T>(make_shape(n + 16));
+    auto p = plain(range(offset, offset + n));
+    auto s = streamed(range(offset, offset + n));
+    {
+      StreamingStores const off(-1);
+      assign(p, T(1.5) * xs + T(0.25) * exp(zs), exec::Serial{});
+    }
+    for (int threads : {1, 2}) {
+      StreamingStores const on(0);
+      assign(s, T(1.5) * xs + T(0.25) * exp(zs), exec::OpenMP{threads});
+      for (index_t k = 0; k < n; ++k)
+        ASSERT_EQ(std::memcmp(&p[k], &s[k], sizeof(T)), 0)
+            << "element " << k << ", offset " << offset << ", " << threads << " thread(s)";
+    }
+  }
+}
+
+TEST(PacketPath, StreamingStoresGiveTheSameBits) {
+  expect_streaming_gives_same_bits<float>();
+  expect_streaming_gives_same_bits<double>();
+}
+
+// A destination of another type (half, stored through float packets) or a strided one is written
+// with ordinary stores even when the threshold asks for streaming; its values stay right.
+TEST(PacketPath, StreamingStoresLeaveOtherDestinationsAlone) {
+  StreamingStores const on(0);
+  auto x = test::random_tensor<float>(make_shape(64, 130), -2, 2, 7);
+  auto h = make_host_tensor<half>(make_shape(64, 130));
+  h = x * 2.0f;
+  for (index_t k = 0; k < 64 * 130; ++k) EXPECT_EQ(float(h[k]), float(half(x[k] * 2.0f)));
+  auto wide = make_host_tensor<float>(make_shape(130, 64));
+  auto t = transpose(wide);  // inner stride 64
+  t = x + 1.0f;
+  for (index_t r = 0; r < 64; ++r)
+    for (index_t c = 0; c < 130; ++c) EXPECT_EQ(wide(c, r), x(r, c) + 1.0f);
+  EXPECT_EQ(exec::streaming_store_bytes(), 0);
+}
+
+TEST(PacketPath, StreamingThresholdIsSetForTheProcess) {
+  index_t const before = exec::streaming_store_bytes();
+  {
+    StreamingStores const s(12345);
+    EXPECT_EQ(exec::streaming_store_bytes(), 12345);
+    EXPECT_TRUE(exec::streams_destination(12345));
+    EXPECT_FALSE(exec::streams_destination(12344));
+  }
+  {
+    StreamingStores const never(-1);
+    EXPECT_FALSE(exec::streams_destination(index_t{1} << 40));
+  }
+  EXPECT_EQ(exec::streaming_store_bytes(), before);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include "body/row.hpp"
 #include "executors.hpp"
 #include "host/packet.hpp"
+#include "host/streaming.hpp"
 #include "lower.hpp"
 
 namespace tessel::exec::detail {
@@ -109,11 +110,24 @@ using packet_scalar_t =
                             (StorageFloat<T> && std::is_same_v<typename Ev::value_type, float>)),
                        typename Ev::value_type, void>;
 
+// How a run is stored: contiguous (every leaf and the destination have innermost stride 1) and,
+// for a large destination of the packet type, streaming (exec/host/streaming.hpp).
+struct RunStores {
+  bool contiguous = false;
+  bool stream = false;
+};
+
 template <class D, class Ev>
-void run_elementwise(D const& dst, Ev const& ev, index_t begin, index_t end, bool contiguous) {
+void run_elementwise(D const& dst, Ev const& ev, index_t begin, index_t end, RunStores stores) {
   using S = packet_scalar_t<Ev, typename D::element_type>;
   if constexpr (!std::is_void_v<S>) {
-    if (contiguous)
+    if constexpr (std::is_same_v<typename D::element_type, S>) {
+      if (stores.stream) {
+        host::packet_run<S, true, true>(dst, ev, begin, end);
+        return;
+      }
+    }
+    if (stores.contiguous)
       host::packet_run<S, true>(dst, ev, begin, end);
     else
       host::packet_run<S, false>(dst, ev, begin, end);
@@ -126,10 +140,10 @@ void run_elementwise(D const& dst, Ev const& ev, index_t begin, index_t end, boo
 // dst(x) = ev(x) over modes [lo, rank) of the nest, flat range [begin, end).
 template <class Nest, class D, class Ev>
 void elementwise_range(Nest const& nest, index_t lo, index_t begin, index_t end, D d, Ev ev,
-                       bool contiguous) {
+                       RunStores stores) {
   for_each_run(
       nest, lo, begin, end,
-      [&](index_t i0, index_t i1, index_t) { run_elementwise(d, ev, i0, i1, contiguous); }, d, ev);
+      [&](index_t i0, index_t i1, index_t) { run_elementwise(d, ev, i0, i1, stores); }, d, ev);
 }
 
 // ---- reduction runs ----
@@ -217,8 +231,10 @@ void run_elementwise_assignment(DV const& dst, Node const& node, X const& execut
     b.apply(nest, ev);
     auto d = b.destination(data, nest);
     bool const contiguous = d.inner == 1 && leaves_contiguous(ev);
+    RunStores const stores{contiguous,
+                           contiguous && streams_destination(total * index_t(sizeof(T)))};
     parallel_ranges(threads, total, [&](index_t begin, index_t end) {
-      elementwise_range(nest, 0, begin, end, d, ev, contiguous);
+      elementwise_range(nest, 0, begin, end, d, ev, stores);
     });
   };
   if (b.needs_temporary(nest, true)) {
@@ -374,6 +390,9 @@ void run_row_op(DV const& dst, Node const& node, X const& executor) {
     auto d = b.destination(data, nest);
     bool const contiguous = leaves_contiguous(ev);
     bool const write_contiguous = contiguous && d.inner == 1;
+    // A row written once, by its last pass, may stream; the one-exp path reads its row back.
+    RunStores const last_pass{write_contiguous,
+                              write_contiguous && streams_destination(total * index_t(sizeof(T)))};
     index_t const outer = nest.size(0, nest.outer);
     index_t const inner = nest.size(nest.outer, nest.rank);
     parallel_ranges(threads, outer, [&](index_t begin, index_t end) {
@@ -389,14 +408,15 @@ void run_row_op(DV const& dst, Node const& node, X const& executor) {
           auto shifted =
               MapEval<ops::Sub, decltype(row), ScalarEval<V>>{{}, {row, ScalarEval<V>{m}}};
           elementwise_range(nest, nest.outer, 0, inner, dd,
-                            MapEval<ops::Exp, decltype(shifted)>{{}, {shifted}}, write_contiguous);
+                            MapEval<ops::Exp, decltype(shifted)>{{}, {shifted}},
+                            RunStores{write_contiguous});
           LeafEval<T, K> written{dd.ptr, dd.inner, {}};
           for (std::size_t k = 0; k != K; ++k) written.stride[k] = dd.stride[k];
           V const total = reduce_range(nest, SumOp<V>{}, written, 0, inner, dd.inner == 1);
           elementwise_range(nest, nest.outer, 0, inner, dd,
                             MapEval<ops::Mul, LeafEval<T, K>, ScalarEval<V>>{
                                 {}, {written, ScalarEval<V>{V(1) / total}}},
-                            dd.inner == 1);
+                            RunStores{dd.inner == 1});
         } else {
           V const lse =
               softmax_shift(op.finalize(reduce_range(nest, op, row, 0, inner, contiguous), inner));
@@ -405,9 +425,9 @@ void run_row_op(DV const& dst, Node const& node, X const& executor) {
               MapEval<ops::Sub, decltype(row), ScalarEval<V>>{{}, {row, ScalarEval<V>{lse}}};
           if constexpr (!Node::kind::log) {
             auto out = MapEval<ops::Exp, decltype(shifted)>{{}, {shifted}};
-            elementwise_range(nest, nest.outer, 0, inner, dd, out, write_contiguous);
+            elementwise_range(nest, nest.outer, 0, inner, dd, out, last_pass);
           } else {
-            elementwise_range(nest, nest.outer, 0, inner, dd, shifted, write_contiguous);
+            elementwise_range(nest, nest.outer, 0, inner, dd, shifted, last_pass);
           }
         }
         if (r + 1 < end) step(nest, 0, nest.outer, coord, dd, row);

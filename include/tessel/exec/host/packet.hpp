@@ -26,7 +26,7 @@ template <class S, class Op>
 inline constexpr bool packet_reducible_v = false;
 template <class S>
 inline constexpr index_t packet_width = 1;
-template <class S, bool Contiguous, class D, class Ev>
+template <class S, bool Contiguous, bool Stream = false, class D, class Ev>
 void packet_run(D const&, Ev const&, index_t, index_t) {}
 template <class S, bool Contiguous, class Op, class Ev>
 typename Op::state_type packet_reduce_run(Op const& op, Ev const&, index_t, index_t) {
@@ -38,6 +38,7 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const&, index_t, inde
 
 #include <Eigen/Core>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -417,14 +418,62 @@ void pstore(DstEval<T, K> const& d, index_t i, packet_t<S> const& p, index_t cou
   }
 }
 
+// ---- non-temporal stores ----
+
+// A full packet written around the caches, to an address aligned to the packet's size
+// (exec/host/streaming.hpp says when). Where no instruction is wrapped, an aligned store.
+template <class S>
+void pstream(S* to, packet_t<S> const& p) {
+  ei::pstore(to, p);
+}
+#if defined(EIGEN_VECTORIZE_SSE)
+inline void pstream(float* to, ei::Packet4f const& p) {
+  _mm_stream_ps(to, p);
+}
+inline void pstream(double* to, ei::Packet2d const& p) {
+  _mm_stream_pd(to, p);
+}
+#endif
+#if defined(EIGEN_VECTORIZE_AVX)
+inline void pstream(float* to, ei::Packet8f const& p) {
+  _mm256_stream_ps(to, p);
+}
+inline void pstream(double* to, ei::Packet4d const& p) {
+  _mm256_stream_pd(to, p);
+}
+#endif
+#if defined(EIGEN_VECTORIZE_AVX512)
+inline void pstream(float* to, ei::Packet16f const& p) {
+  _mm512_stream_ps(to, p);
+}
+inline void pstream(double* to, ei::Packet8d const& p) {
+  _mm512_stream_pd(to, p);
+}
+#endif
+
+// Streaming stores are weakly ordered: fenced before the run's values are published to another
+// thread (the team's barrier) or read back.
+inline void stream_fence() {
+#if defined(EIGEN_VECTORIZE_SSE)
+  _mm_sfence();
+#endif
+}
+
+// Runs shorter than this many bytes keep ordinary stores: a streaming store of a partial line
+// costs a partial write to memory.
+inline constexpr index_t stream_min_run_bytes = 4096;
+
 #if defined(EIGEN_VECTORIZE_AVX512)
 inline constexpr index_t packet_unroll = 4;
 #else
 inline constexpr index_t packet_unroll = 1;
 #endif
 
-// dst(i) = ev(i) for i in [begin, end) of the innermost mode.
-template <class S, bool Contiguous, class D, class Ev>
+// dst(i) = ev(i) for i in [begin, end) of the innermost mode. Stream (contiguous destinations of
+// S only): full packets at packet-aligned addresses go out as streaming stores; the elements
+// before the first such address take the partial-packet path, which computes them with the same
+// packet code, so the values do not depend on the destination's alignment.
+template <class S, bool Contiguous, bool Stream = false, class D, class Ev>
 void packet_run(D const& dst_in, Ev const& ev_in, index_t begin, index_t end) {
   // Local copies: the packet stores may alias anything, so pointers read through the arguments
   // would be reloaded after every store; locals whose address is never taken stay in registers.
@@ -433,6 +482,31 @@ void packet_run(D const& dst_in, Ev const& ev_in, index_t begin, index_t end) {
   constexpr index_t W = packet_width<S>;
   constexpr Load L = Contiguous ? Load::contiguous : Load::general;
   index_t i = begin;
+  if constexpr (Stream) {
+    static_assert(Contiguous && std::is_same_v<typename D::element_type, S>,
+                  "tessel: streaming stores need a contiguous destination of the packet's type.");
+    if ((end - begin) * index_t(sizeof(S)) < stream_min_run_bytes) {
+      packet_run<S, Contiguous>(dst, ev, begin, end);
+      return;
+    }
+    constexpr auto align = sizeof(packet_t<S>);
+    auto const offset = reinterpret_cast<std::uintptr_t>(dst.ptr + i) % align;
+    if (offset % sizeof(S) != 0) {  // not even element-aligned: no aligned packet anywhere
+      packet_run<S, Contiguous>(dst, ev, begin, end);
+      return;
+    }
+    if (offset != 0) {
+      index_t const head = index_t((align - offset) / sizeof(S));
+      pstore<Load::tail, S>(dst, i, peval<Load::tail, S>(ev, i, head), head);
+      i += head;
+    }
+  }
+  auto const store = [&](index_t at, packet_t<S> const& p) {
+    if constexpr (Stream)
+      pstream(dst.ptr + at, p);
+    else
+      pstore<L, S>(dst, at, p, W);
+  };
   // Several independent packets per iteration where the register file holds them (AVX-512 has
   // 32 vector registers); with SSE's 16 the unrolled exp spills and runs slower (measured with
   // tools/bench/host_expr_bench.cpp).
@@ -440,13 +514,14 @@ void packet_run(D const& dst_in, Ev const& ev_in, index_t begin, index_t end) {
     for (; i + packet_unroll * W <= end; i += packet_unroll * W) {
       [&]<std::size_t... U>(std::index_sequence<U...>) {
         packet_t<S> const p[] = {peval<L, S>(ev, i + index_t(U) * W, W)...};
-        (pstore<L, S>(dst, i + index_t(U) * W, p[U], W), ...);
+        (store(i + index_t(U) * W, p[U]), ...);
       }
       (std::make_index_sequence<packet_unroll>{});
     }
   }
-  for (; i + W <= end; i += W) pstore<L, S>(dst, i, peval<L, S>(ev, i, W), W);
+  for (; i + W <= end; i += W) store(i, peval<L, S>(ev, i, W));
   if (i < end) pstore<Load::tail, S>(dst, i, peval<Load::tail, S>(ev, i, end - i), end - i);
+  if constexpr (Stream) stream_fence();
 }
 
 // ---- row reductions ----
