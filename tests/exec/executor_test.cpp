@@ -2,7 +2,12 @@
 // row reductions, reductions over every mode (fixed blocks), argmax and softmax.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include <tessel/tessel.hpp>
 
@@ -84,6 +89,76 @@ TEST(Executors, ReductionsAreIdentical) {
                          [&](auto& dst, auto executor) { assign(dst, logsumexp(x), executor); });
   expect_same_everywhere([] { return make_host_tensor<index_t>(make_shape(1)); },
                          [&](auto& dst, auto executor) { assign(dst, argmax(x), executor); });
+}
+
+// ---- the host team (exec/host/team.hpp) ----
+
+// Every index of [0, total) is visited exactly once, whatever the team size, many passes in a row
+// (workers going to sleep and waking between them).
+TEST(HostTeam, EveryRangeRunsExactlyOnce) {
+  for (int threads : {2, 3, 4}) {
+    for (index_t total : {1, 2, 7, 100, 4097}) {
+      for (int pass = 0; pass < 20; ++pass) {
+        std::vector<std::atomic<int>> seen(static_cast<std::size_t>(total));
+        exec::detail::parallel_ranges(threads, total, [&](index_t begin, index_t end) {
+          for (index_t i = begin; i < end; ++i) seen[static_cast<std::size_t>(i)].fetch_add(1);
+        });
+        for (index_t i = 0; i < total; ++i)
+          ASSERT_EQ(seen[static_cast<std::size_t>(i)].load(), 1)
+              << "index " << i << " of " << total << ", " << threads << " threads, pass " << pass;
+      }
+      if (threads == 3) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // workers sleep
+    }
+  }
+}
+
+// A pass started from a chunk of another runs serially on that thread, and completely.
+TEST(HostTeam, NestedPassesRunSerially) {
+  std::vector<std::atomic<int>> seen(64 * 64);
+  exec::detail::parallel_ranges(2, 64, [&](index_t b0, index_t e0) {
+    for (index_t r = b0; r < e0; ++r)
+      exec::detail::parallel_ranges(2, 64, [&](index_t b1, index_t e1) {
+        for (index_t c = b1; c < e1; ++c) seen[static_cast<std::size_t>(r * 64 + c)].fetch_add(1);
+      });
+  });
+  for (auto const& s : seen) ASSERT_EQ(s.load(), 1);
+}
+
+// Passes from several threads at once: one gets the team, the others run serially; all complete.
+TEST(HostTeam, ConcurrentCallersAllComplete) {
+  std::vector<std::thread> callers;
+  std::vector<std::int64_t> sums(4, 0);
+  for (std::size_t t = 0; t < sums.size(); ++t)
+    callers.emplace_back([&, t] {
+      for (int pass = 0; pass < 50; ++pass) {
+        std::atomic<std::int64_t> sum{0};
+        exec::detail::parallel_ranges(2, 1000, [&](index_t begin, index_t end) {
+          std::int64_t local = 0;
+          for (index_t i = begin; i < end; ++i) local += i;
+          sum.fetch_add(local);
+        });
+        sums[t] += sum.load();
+      }
+    });
+  for (auto& c : callers) c.join();
+  for (std::int64_t s : sums) EXPECT_EQ(s, 50 * (999 * 1000 / 2));
+}
+
+// An exception from a chunk reaches the caller after the running chunks finish; the team works
+// afterwards.
+TEST(HostTeam, ExceptionsReachTheCallerAndTheTeamRecovers) {
+  std::atomic<int> ran{0};
+  EXPECT_THROW(exec::detail::parallel_ranges(2, 100,
+                                             [&](index_t begin, index_t) {
+                                               ran.fetch_add(1);
+                                               if (begin == 0) throw std::runtime_error("chunk 0");
+                                             }),
+               std::runtime_error);
+  EXPECT_GE(ran.load(), 1);
+  std::atomic<index_t> count{0};
+  exec::detail::parallel_ranges(2, 100,
+                                [&](index_t begin, index_t end) { count.fetch_add(end - begin); });
+  EXPECT_EQ(count.load(), 100);
 }
 
 }  // namespace

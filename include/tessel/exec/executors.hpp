@@ -1,8 +1,8 @@
-// Executors. Host: Serial (one thread), OpenMP (a team of threads; serial when tessel is built
-// without OpenMP) and Auto (the default for `dst = expr`: serial below a work threshold, OpenMP
-// above); a host executor only decides how many threads share one pass, the pass is the same.
-// Device: Cuda, bound to a stream; its kernels are in <tessel/exec/cuda.cuh> (CUDA translation
-// units only), and this tag needs no CUDA header.
+// Executors. Host: Serial (one thread), OpenMP (a team of threads, exec/host/team.hpp; serial
+// when tessel is built without OpenMP) and Auto (the default for `dst = expr`: serial below a
+// work threshold, OpenMP above); a host executor only decides how many threads share one pass,
+// the pass is the same. Device: Cuda, bound to a stream; its kernels are in <tessel/exec/cuda.cuh>
+// (CUDA translation units only), and this tag needs no CUDA header.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "../core/config.hpp"
+#include "host/team.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -89,24 +90,23 @@ inline int threads_for(Auto const& x, index_t work) {
 // coordinate) stays negligible.
 inline constexpr index_t chunks_per_thread = 8;
 
-// f(begin, end) over a partition of [0, total) into contiguous chunks, handed out to the threads
-// dynamically. Which thread runs a chunk never changes what the chunk computes.
+// f(begin, end) over a partition of [0, total) into contiguous chunks, handed out dynamically to
+// the caller and the host team's workers (exec/host/team.hpp). Which thread runs a chunk never
+// changes what the chunk computes. Threads are used only when tessel is built with OpenMP (the
+// thread count is OpenMP's, and OpenBLAS's OpenMP build is what the dense calls use).
 template <class F>
 void parallel_ranges(int threads, index_t total, F const& f) {
   if (total <= 0) return;
   if (threads > total) threads = static_cast<int>(total);
-#if defined(_OPENMP)
-  if (threads > 1) {
+  if (openmp_available() && threads > 1) {
     index_t const chunks = std::min<index_t>(total, index_t{threads} * chunks_per_thread);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (index_t c = 0; c < chunks; ++c) {
+    HostTeam::instance().run(threads, chunks, [&](index_t c) {
       index_t const begin = total / chunks * c + std::min(c, total % chunks);
       index_t const end = begin + total / chunks + (c < total % chunks ? 1 : 0);
       f(begin, end);
-    }
+    });
     return;
   }
-#endif
   f(0, total);
 }
 
