@@ -37,6 +37,7 @@
 #include <tessel/exec/executors.hpp>
 #include <tessel/exec/host.hpp>
 #include <tessel/exec/lower.hpp>
+#include <tessel/exec/route.hpp>
 
 #include "cuda/kernels.cuh"
 
@@ -420,31 +421,39 @@ void run_row_op(DV const& dst, Node const& node, Cuda const& x) {
   pass(dst.data());
 }
 
+// The CUDA executor's passes for the shared front end (exec/route.hpp).
+struct CudaPasses {
+  Cuda const& executor;
+  template <class DV>
+  void check(DV const&) const {
+    check_destination<DV>();
+  }
+  template <class DV, class Node>
+  void elementwise(DV const& dst, Node const& node) const {
+    run_elementwise_assignment(dst, node, executor);
+  }
+  template <class DV, class Node>
+  void reduction(DV const& dst, Node const& node) const {
+    run_reduction(dst, node, executor);
+  }
+  template <class DV, class Node>
+  void row_op(DV const& dst, Node const& node) const {
+    run_row_op(dst, node, executor);
+  }
+  template <class Node>
+  auto materialize(Node const& node) const {
+    return cuda_exec::materialize(node, executor);
+  }
+  template <class Tmp>
+  static auto view(Tmp& tmp) {
+    return tmp.view;
+  }
+};
+
 // dst = node on the device (node broadcast to dst's shape). Validates before anything is queued.
 template <class DV, class Node>
 void run_assignment(DV const& dst, Node const& node, Cuda const& x) {
-  check_destination<DV>();
-  auto const dshape = tessel::detail::logical_shape(dst);
-  if (!tessel::detail::broadcasts_to(node.shape(), dshape))
-    throw_error(sentence("cannot assign an expression of shape ",
-                         tessel::detail::shape_text(node.shape()), " to a tensor of shape ",
-                         tessel::detail::shape_text(dshape), "."));
-  if constexpr (Node::rank > tessel::detail::tensor_rank<DV>()) {
-    return;  // unreachable: broadcasts_to is false when the expression has more modes
-  } else if constexpr (materialized_v<Node>) {
-    bool exact = Node::rank == dshape.size();
-    for (std::size_t k = 0; exact && k != Node::rank; ++k) exact = node.shape()[k] == dshape[k];
-    if (!exact) {
-      auto tmp = materialize(node, x);
-      run_assignment(dst, tessel::detail::TensorLeaf<decltype(tmp.view)>(tmp.view), x);
-    } else if constexpr (is_reduce<Node>::value) {
-      run_reduction(dst, node, x);
-    } else {
-      run_row_op(dst, node, x);
-    }
-  } else {
-    run_elementwise_assignment(dst, node, x);
-  }
+  route_assignment(CudaPasses{x}, dst, node);
 }
 
 }  // namespace tessel::exec::detail::cuda_exec

@@ -36,6 +36,7 @@
 #include "host/packet.hpp"
 #include "host/streaming.hpp"
 #include "lower.hpp"
+#include "route.hpp"
 
 namespace tessel::exec::detail {
 
@@ -445,33 +446,40 @@ void run_row_op(DV const& dst, Node const& node, X const& executor) {
   pass(dst.data());
 }
 
+// The host executor's passes for the shared front end (exec/route.hpp).
+template <class X>
+struct HostPasses {
+  X const& executor;
+  template <class DV>
+  void check(DV const& dst) const {
+    check_destination(dst);
+  }
+  template <class DV, class Node>
+  void elementwise(DV const& dst, Node const& node) const {
+    run_elementwise_assignment(dst, node, executor);
+  }
+  template <class DV, class Node>
+  void reduction(DV const& dst, Node const& node) const {
+    run_reduction(dst, node, executor);
+  }
+  template <class DV, class Node>
+  void row_op(DV const& dst, Node const& node) const {
+    run_row_op(dst, node, executor);
+  }
+  template <class Node>
+  auto materialize(Node const& node) const {
+    return exec::detail::materialize(node, executor);
+  }
+  template <class Tmp>
+  static auto view(Tmp& tmp) {
+    return view_of(tmp);
+  }
+};
+
 // dst = node (node broadcast to dst's shape). Validates before anything is written.
 template <class DV, class Node, class X>
 void run_assignment(DV const& dst, Node const& node, X const& executor) {
-  check_destination(dst);
-  auto const dshape = tessel::detail::logical_shape(dst);
-  if (!tessel::detail::broadcasts_to(node.shape(), dshape))
-    throw_error(sentence("cannot assign an expression of shape ",
-                         tessel::detail::shape_text(node.shape()), " to a tensor of shape ",
-                         tessel::detail::shape_text(dshape), "."));
-  if constexpr (Node::rank > tessel::detail::tensor_rank<DV>()) {
-    return;  // unreachable: broadcasts_to is false when the expression has more modes
-  } else if constexpr (materialized_v<Node>) {
-    bool exact = Node::rank == dshape.size();
-    for (std::size_t k = 0; exact && k != Node::rank; ++k) exact = node.shape()[k] == dshape[k];
-    if (!exact) {
-      // A reduction or softmax broadcast into a larger destination: evaluate, then broadcast.
-      auto tmp = materialize(node, executor);
-      run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)),
-                     executor);
-    } else if constexpr (is_reduce<Node>::value) {
-      run_reduction(dst, node, executor);
-    } else {
-      run_row_op(dst, node, executor);
-    }
-  } else {
-    run_elementwise_assignment(dst, node, executor);
-  }
+  route_assignment(HostPasses<X>{executor}, dst, node);
 }
 
 }  // namespace tessel::exec::detail
