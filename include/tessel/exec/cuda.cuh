@@ -274,6 +274,46 @@ inline unsigned row_blocks(index_t rows, int team) {
 // ---- drivers (mirror exec/host.hpp's; the validation and messages are the same) ----
 
 template <class DV, class Node>
+void run_elementwise_assignment(DV const& dst, Node const& node, Cuda const& x);
+template <class DV, class Node>
+void run_reduction(DV const& dst, Node const& node, Cuda const& x);
+template <class DV, class Node>
+void run_row_op(DV const& dst, Node const& node, Cuda const& x);
+
+// The CUDA executor's passes for the shared front end (exec/route.hpp).
+struct CudaPasses {
+  Cuda const& executor;
+  template <class DV>
+  void check(DV const&) const {
+    check_destination<DV>();
+  }
+  template <class DV, class Node>
+  void elementwise(DV const& dst, Node const& node) const {
+    run_elementwise_assignment(dst, node, executor);
+  }
+  template <class DV, class Node>
+  void reduction(DV const& dst, Node const& node) const {
+    run_reduction(dst, node, executor);
+  }
+  template <class DV, class Node>
+  void row_op(DV const& dst, Node const& node) const {
+    run_row_op(dst, node, executor);
+  }
+  template <class Node>
+  auto materialize(Node const& node) const {
+    return cuda_exec::materialize(node, executor);
+  }
+  template <class T, class Shape>
+  auto temporary(Shape const& shape) const {
+    return device_temporary<T>(shape, stream_of(executor));
+  }
+  template <class Tmp>
+  static auto view(Tmp& tmp) {
+    return tmp.view;
+  }
+};
+
+template <class DV, class Node>
 void run_elementwise_assignment(DV const& dst, Node const& node, Cuda const& x) {
   using T = std::remove_cv_t<typename DV::element_type>;
   constexpr std::size_t R = tessel::detail::tensor_rank<DV>();
@@ -292,15 +332,7 @@ void run_elementwise_assignment(DV const& dst, Node const& node, Cuda const& x) 
     b.apply(nest, ev);
     launch_elementwise<K, S>(nest, b.destination(data, nest), ev, total, stream_of(x));
   };
-  if (b.needs_temporary(nest, true)) {
-    auto tmp = device_temporary<T>(shape, stream_of(x));
-    b.set_destination(tmp.view, identity_map<R>());
-    nest = b.lower();
-    pass(tmp.view.data());
-    run_assignment(dst, tessel::detail::TensorLeaf<decltype(tmp.view)>(tmp.view), x);
-    return;
-  }
-  pass(dst.data());
+  write_through<T>(CudaPasses{x}, b, nest, true, dst, shape, identity_map<R>(), pass);
 }
 
 // dst = Kind over every mode of ev, through cub::DeviceReduce.
@@ -366,15 +398,7 @@ void run_reduction(DV const& dst, Node const& node, Cuda const& x) {
       check_launch("launching a row reduction kernel");
     }
   };
-  if (b.needs_temporary(nest, false)) {
-    auto tmp = device_temporary<T>(node.shape(), stream);
-    b.set_destination(tmp.view, modes.output_to_input);
-    nest = b.lower();
-    pass(tmp.view.data());
-    run_assignment(dst, tessel::detail::TensorLeaf<decltype(tmp.view)>(tmp.view), x);
-    return;
-  }
-  pass(dst.data());
+  write_through<T>(CudaPasses{x}, b, nest, false, dst, node.shape(), modes.output_to_input, pass);
 }
 
 template <class DV, class Node>
@@ -410,45 +434,8 @@ void run_row_op(DV const& dst, Node const& node, Cuda const& x) {
     });
     check_launch("launching a softmax row kernel");
   };
-  if (b.needs_temporary(nest, true)) {
-    auto tmp = device_temporary<T>(shape, stream);
-    b.set_destination(tmp.view, identity_map<R>());
-    nest = b.lower();
-    pass(tmp.view.data());
-    run_assignment(dst, tessel::detail::TensorLeaf<decltype(tmp.view)>(tmp.view), x);
-    return;
-  }
-  pass(dst.data());
+  write_through<T>(CudaPasses{x}, b, nest, true, dst, shape, identity_map<R>(), pass);
 }
-
-// The CUDA executor's passes for the shared front end (exec/route.hpp).
-struct CudaPasses {
-  Cuda const& executor;
-  template <class DV>
-  void check(DV const&) const {
-    check_destination<DV>();
-  }
-  template <class DV, class Node>
-  void elementwise(DV const& dst, Node const& node) const {
-    run_elementwise_assignment(dst, node, executor);
-  }
-  template <class DV, class Node>
-  void reduction(DV const& dst, Node const& node) const {
-    run_reduction(dst, node, executor);
-  }
-  template <class DV, class Node>
-  void row_op(DV const& dst, Node const& node) const {
-    run_row_op(dst, node, executor);
-  }
-  template <class Node>
-  auto materialize(Node const& node) const {
-    return cuda_exec::materialize(node, executor);
-  }
-  template <class Tmp>
-  static auto view(Tmp& tmp) {
-    return tmp.view;
-  }
-};
 
 // dst = node on the device (node broadcast to dst's shape). Validates before anything is queued.
 template <class DV, class Node>

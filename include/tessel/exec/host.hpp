@@ -214,6 +214,47 @@ auto materialize(Node const& node, X const& executor) {
 }
 
 template <class DV, class Node, class X>
+void run_elementwise_assignment(DV const& dst, Node const& node, X const& executor);
+template <class DV, class Node, class X>
+void run_reduction(DV const& dst, Node const& node, X const& executor);
+template <class DV, class Node, class X>
+void run_row_op(DV const& dst, Node const& node, X const& executor);
+
+// The host executor's passes for the shared front end (exec/route.hpp).
+template <class X>
+struct HostPasses {
+  X const& executor;
+  template <class DV>
+  void check(DV const& dst) const {
+    check_destination(dst);
+  }
+  template <class DV, class Node>
+  void elementwise(DV const& dst, Node const& node) const {
+    run_elementwise_assignment(dst, node, executor);
+  }
+  template <class DV, class Node>
+  void reduction(DV const& dst, Node const& node) const {
+    run_reduction(dst, node, executor);
+  }
+  template <class DV, class Node>
+  void row_op(DV const& dst, Node const& node) const {
+    run_row_op(dst, node, executor);
+  }
+  template <class Node>
+  auto materialize(Node const& node) const {
+    return exec::detail::materialize(node, executor);
+  }
+  template <class T, class Shape>
+  static auto temporary(Shape const& shape) {
+    return make_compact<T>(shape);
+  }
+  template <class Tmp>
+  static auto view(Tmp& tmp) {
+    return view_of(tmp);
+  }
+};
+
+template <class DV, class Node, class X>
 void run_elementwise_assignment(DV const& dst, Node const& node, X const& executor) {
   using T = std::remove_cv_t<typename DV::element_type>;
   constexpr std::size_t R = tessel::detail::tensor_rank<DV>();
@@ -238,15 +279,7 @@ void run_elementwise_assignment(DV const& dst, Node const& node, X const& execut
       elementwise_range(nest, 0, begin, end, d, ev, stores);
     });
   };
-  if (b.needs_temporary(nest, true)) {
-    auto tmp = make_compact<T>(shape);
-    b.set_destination(view_of(tmp), identity_map<R>());
-    nest = b.lower();
-    pass(view_of(tmp).data());
-    run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)), executor);
-    return;
-  }
-  pass(dst.data());
+  write_through<T>(HostPasses<X>{executor}, b, nest, true, dst, shape, identity_map<R>(), pass);
 }
 
 // What both executors do before lowering a reduction. Returns false when nothing is left to
@@ -348,15 +381,8 @@ void run_reduction(DV const& dst, Node const& node, X const& executor) {
       });
     }
   };
-  if (b.needs_temporary(nest, false)) {
-    auto tmp = make_compact<T>(node.shape());
-    b.set_destination(view_of(tmp), modes.output_to_input);
-    nest = b.lower();
-    pass(view_of(tmp).data());
-    run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)), executor);
-    return;
-  }
-  pass(dst.data());
+  write_through<T>(HostPasses<X>{executor}, b, nest, false, dst, node.shape(),
+                   modes.output_to_input, pass);
 }
 
 // dst = softmax / log_softmax of node.input along node.axis, dst's shape equal to node's.
@@ -435,46 +461,8 @@ void run_row_op(DV const& dst, Node const& node, X const& executor) {
       }
     });
   };
-  if (b.needs_temporary(nest, true)) {
-    auto tmp = make_compact<T>(shape);
-    b.set_destination(view_of(tmp), identity_map<R>());
-    nest = b.lower();
-    pass(view_of(tmp).data());
-    run_assignment(dst, tessel::detail::TensorLeaf<decltype(view_of(tmp))>(view_of(tmp)), executor);
-    return;
-  }
-  pass(dst.data());
+  write_through<T>(HostPasses<X>{executor}, b, nest, true, dst, shape, identity_map<R>(), pass);
 }
-
-// The host executor's passes for the shared front end (exec/route.hpp).
-template <class X>
-struct HostPasses {
-  X const& executor;
-  template <class DV>
-  void check(DV const& dst) const {
-    check_destination(dst);
-  }
-  template <class DV, class Node>
-  void elementwise(DV const& dst, Node const& node) const {
-    run_elementwise_assignment(dst, node, executor);
-  }
-  template <class DV, class Node>
-  void reduction(DV const& dst, Node const& node) const {
-    run_reduction(dst, node, executor);
-  }
-  template <class DV, class Node>
-  void row_op(DV const& dst, Node const& node) const {
-    run_row_op(dst, node, executor);
-  }
-  template <class Node>
-  auto materialize(Node const& node) const {
-    return exec::detail::materialize(node, executor);
-  }
-  template <class Tmp>
-  static auto view(Tmp& tmp) {
-    return view_of(tmp);
-  }
-};
 
 // dst = node (node broadcast to dst's shape). Validates before anything is written.
 template <class DV, class Node, class X>

@@ -6,7 +6,9 @@
 //   reduction(dst, n)    a reduction node whose shape is the destination's
 //   row_op(dst, n)       a softmax-like row node whose shape is the destination's
 //   materialize(n)       the node evaluated into a compact temporary; view(t) is its view
+//   temporary<T>(shape)  a compact temporary of T in the executor's memory
 // A reduction or row node broadcast into a larger destination is materialized, then assigned.
+// write_through is the passes' common ending: in place, or through a temporary.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +46,26 @@ void route_assignment(Passes const& passes, DV const& dst, Node const& node) {
   } else {
     passes.elementwise(dst, node);
   }
+}
+
+// Runs pass(data) with dst's data, or, when the lowered nest cannot write dst in place
+// (Binder::needs_temporary: dst overlaps an operand so that the pass would read elements it has
+// already written), with a compact temporary of `shape` (T elements, its modes related to the
+// nest's by output_map), which is then assigned to dst.
+template <class T, class Passes, class Binder, class Nest, class DV, class Shape, class Map,
+          class Pass>
+void write_through(Passes const& passes, Binder& b, Nest& nest, bool elementwise, DV const& dst,
+                   Shape const& shape, Map const& output_map, Pass const& pass) {
+  if (!b.needs_temporary(nest, elementwise)) {
+    pass(dst.data());
+    return;
+  }
+  auto tmp = passes.template temporary<T>(shape);
+  auto const view = passes.view(tmp);
+  b.set_destination(view, output_map);
+  nest = b.lower();
+  pass(view.data());
+  route_assignment(passes, dst, tessel::detail::TensorLeaf<decltype(view)>(view));
 }
 
 }  // namespace tessel::exec::detail
