@@ -180,7 +180,7 @@ TEST(DenseGemm, EveryThreadCountGivesTheSameBits) {
 }
 
 TEST(DenseSyrk, SymmetricResultInEitherStorageOrder) {
-  index_t const batch = 3, n = 17, k = 23;
+  index_t const batch = 3, n = 70, k = 23;  // n spans three 32-wide mirror tiles
   auto a = random_tensor<double>(make_shape(batch, n, k), -1, 1, 10);
   auto c = make_host_tensor<double>(make_shape(batch, n, n));
   for (index_t q = 0; q < batch; ++q)  // a symmetric start, so beta may read either triangle
