@@ -324,6 +324,13 @@ TEST_F(FlceCliErrors, BadValuesAndOptionsAreOneSentenceAndWriteNothing) {
   expect_failure(common + path("y.npy") + " --label-smoothing 2",
                  "label_smoothing must lie in [0, 1], got 2.");
   expect_failure(common + path("y.npy") + " --softcap x", "--softcap: \"x\" is not a number.");
+  // A number out of a double's range is named as such, not taken for a file name.
+  expect_failure(common + path("y.npy") + " --grad-output 1e400",
+                 "--grad-output: 1e400 is outside the range of a 64-bit float (nonzero magnitudes "
+                 "from 2.2e-308 to 1.8e308).");
+  expect_failure(common + path("y.npy") + " --softcap 1e-400",
+                 "--softcap: 1e-400 is outside the range of a 64-bit float (nonzero magnitudes "
+                 "from 2.2e-308 to 1.8e308).");
   std::string const dy = write<double>("dy.npy", {8}, std::vector<double>(8, 1.0));
   expect_failure(
       common + path("y.npy") + " --grad-output " + dy,

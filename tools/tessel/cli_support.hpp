@@ -24,10 +24,43 @@ inline std::int64_t parse_integer(std::string_view text, std::string_view option
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc{} || ptr != end) {
     if (ec == std::errc::result_out_of_range)
-      detail::throw_error(detail::sentence(option, ": \"", text, "\" does not fit in a 64-bit integer."));
+      detail::throw_error(
+          detail::sentence(option, ": \"", text, "\" does not fit in a 64-bit integer."));
     detail::throw_error(detail::sentence(option, ": \"", text, "\" is not an integer."));
   }
   return value;
+}
+
+// Whether text is a whole decimal number (value set), a number outside a double's range (1e400,
+// 1e-400), or not a number at all.
+enum class NumberText { number, out_of_range, not_a_number };
+
+inline NumberText read_number(std::string_view text, double& value) {
+  auto const* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ptr != end) return NumberText::not_a_number;
+  if (ec == std::errc::result_out_of_range) return NumberText::out_of_range;
+  return ec == std::errc{} ? NumberText::number : NumberText::not_a_number;
+}
+
+[[noreturn]] inline void throw_out_of_range(std::string_view text, std::string_view option) {
+  detail::throw_error(detail::sentence(option, ": ", text,
+                                       " is outside the range of a 64-bit float (nonzero "
+                                       "magnitudes from 2.2e-308 to 1.8e308)."));
+}
+
+// A whole decimal number, or tessel::Error naming the option and the text.
+inline double parse_number(std::string_view text, std::string_view option) {
+  double value = 0;
+  switch (read_number(text, value)) {
+    case NumberText::number:
+      return value;
+    case NumberText::out_of_range:
+      throw_out_of_range(text, option);
+    case NumberText::not_a_number:
+      detail::throw_error(detail::sentence(option, ": \"", text, "\" is not a number."));
+  }
+  return value;  // unreachable: every case returns or throws
 }
 
 // "32,3,64,64" -> {32, 3, 64, 64}; every item a non-negative integer.
@@ -37,7 +70,8 @@ inline std::vector<std::int64_t> parse_extents(std::string_view text, std::strin
   std::size_t start = 0;
   while (true) {
     std::size_t comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     std::int64_t v = 0;
     auto const* end = item.data() + item.size();
     auto [ptr, ec] = std::from_chars(item.data(), end, v);
@@ -56,7 +90,8 @@ inline DynRankTuple<max_cli_rank> to_dyn_rank(std::vector<std::int64_t> const& e
                                               std::string_view option) {
   if (extents.size() > max_cli_rank)
     detail::throw_error(detail::sentence(option, " has ", extents.size(),
-                                         " extents; the tessel CLI takes at most ", max_cli_rank, "."));
+                                         " extents; the tessel CLI takes at most ", max_cli_rank,
+                                         "."));
   DynRankTuple<max_cli_rank> t{};
   for (auto e : extents) t.push_back(e);
   return t;

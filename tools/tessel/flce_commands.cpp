@@ -84,15 +84,6 @@ struct FlceOptions {
   std::string loss_out, z_loss_out, grad_input_out, grad_weight_out, grad_bias_out;
 };
 
-double parse_number(std::string_view text, std::string_view option) {
-  double value = 0;
-  auto const* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc{} || ptr != end)
-    throw_error(sentence(option, ": \"", text, "\" is not a number."));
-  return value;
-}
-
 // A float32/float64 array of the given rank, read from `path` (named by `option` in errors).
 NpyArray read_float_array(std::string const& path, char const* option, std::size_t rank,
                           char const* what) {
@@ -355,13 +346,17 @@ void run_flce(FlceOptions const& o) {
   double grad_output = 1.0;
   if (!o.grad_output.empty()) {
     double value = 0;
-    auto const* end = o.grad_output.data() + o.grad_output.size();
-    auto [ptr, ec] = std::from_chars(o.grad_output.data(), end, value);
-    if (ec == std::errc{} && ptr == end)
-      grad_output = value;
-    else
-      grad_rows = std::make_unique<NpyArray>(
-          read_float_array(o.grad_output, "--grad-output", 1, "a number or a 1-D (BT,) array"));
+    switch (read_number(o.grad_output, value)) {
+      case NumberText::number:
+        grad_output = value;
+        break;
+      case NumberText::out_of_range:  // a number, not a file name
+        throw_out_of_range(o.grad_output, "--grad-output");
+      case NumberText::not_a_number:
+        grad_rows = std::make_unique<NpyArray>(
+            read_float_array(o.grad_output, "--grad-output", 1, "a number or a 1-D (BT,) array"));
+        break;
+    }
   }
   std::vector<std::int64_t> target = t.as<std::int64_t>();
   visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
