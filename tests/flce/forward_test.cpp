@@ -54,6 +54,8 @@ void expect_matches_reference(Problem const& p, ReferenceOptions const& o, index
   Tolerance const tol = tolerance<T>();
   EXPECT_TRUE(all_close(got.loss, want.loss, tol)) << "loss";
   EXPECT_TRUE(all_close(got.z_loss, want.z_loss, tol)) << "z_loss";
+  EXPECT_TRUE(all_close(got.lse, want.lse, tol)) << "lse";
+  EXPECT_TRUE(all_close(got.target_logprob, want.target_logprob, tol)) << "target_logprob";
   EXPECT_TRUE(all_close(got.grad_input, want.grad_input, tol)) << "grad_input";
   EXPECT_TRUE(all_close(got.grad_weight, want.grad_weight, tol)) << "grad_weight";
   if (!p.bias.empty()) {
@@ -104,6 +106,43 @@ TYPED_TEST(FlceForward, MatchesTheReferenceOnOddShapes) {
       expect_matches_reference<T>(p, o, s.chunk);
     }
   }
+}
+
+// RL-style calls: a sampling temperature (alone, and under the softcap, smoothing and z-loss),
+// with the per-row lse and target log-probabilities, for every reduction.
+TYPED_TEST(FlceForward, AppliesTheTemperatureBeforeTheSoftcapAndGivesPerRowOutputs) {
+  using T = TypeParam;
+  for (double temperature : {0.7, 2.5}) {
+    for (bool others : {false, true}) {
+      for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+        SCOPED_TRACE(dtype_label<T>() + " T=" + std::to_string(temperature) +
+                     (others ? " with softcap, smoothing, z-loss " : " alone ") +
+                     std::string(reduction_name(r)));
+        Problem const p = random_problem(29, 17, 61, 31u, true, others, 0.2);
+        ReferenceOptions o;
+        o.reduction = r;
+        o.temperature = temperature;
+        if (others) {
+          o.softcap = 2.0;
+          o.label_smoothing = 0.1;
+          o.lse_square_scale = 1e-2;
+        }
+        expect_matches_reference<T>(p, o);
+      }
+    }
+  }
+}
+
+// Without smoothing and z-loss a row's loss is -target_logprob: the per-row outputs agree with it,
+// so grad_output_rows = -advantages differentiates sum_i A_i logp_i (the policy gradient).
+TEST(FlceForwardF64, TargetLogprobIsMinusTheRowLoss) {
+  Problem const p = random_problem(13, 9, 37, 5u, false, false, 0.25);
+  ReferenceOptions o;
+  o.reduction = Reduction::none;
+  o.temperature = 0.8;
+  FlceRun const got = run_tessel<double>(p, o);
+  for (std::size_t i = 0; i < got.loss.size(); ++i)
+    EXPECT_NEAR(got.target_logprob[i], -got.loss[i], 1e-12) << "row " << i;
 }
 
 TYPED_TEST(FlceForward, IgnoresTargetsEqualToAnIgnoreIndexInsideTheVocabulary) {

@@ -30,6 +30,7 @@ struct ReferenceOptions {
   double label_smoothing = 0;
   double lse_square_scale = 0;
   double softcap = 0;
+  double temperature = 1;  // raw logits are divided by it before the softcap
   double grad_output = 1;
   std::vector<double> grad_output_rows;  // (BT) or empty
 };
@@ -38,6 +39,7 @@ struct ReferenceResult {
   std::vector<double> loss;    // (1) or (BT)
   std::vector<double> z_loss;  // same
   std::vector<double> grad_input, grad_weight, grad_bias;
+  std::vector<double> lse, target_logprob;  // (BT), 0 for ignored rows
 };
 
 inline ReferenceResult reference(Problem const& p, ReferenceOptions const& o) {
@@ -46,12 +48,14 @@ inline ReferenceResult reference(Problem const& p, ReferenceOptions const& o) {
   auto cw = [&](std::int64_t j) { return has_cw ? p.class_weights[j] : 1.0; };
   double const eps = o.label_smoothing;
 
-  // Materialized logits, softcapped: z = c tanh(raw / c).
+  // Materialized logits, divided by the temperature, then softcapped: z = c tanh(raw / (T c)).
+  // `raw` keeps the tempered logit raw / T.
   std::vector<double> raw(bt * v), z(bt * v);
   for (std::int64_t i = 0; i < bt; ++i)
     for (std::int64_t j = 0; j < v; ++j) {
       double s = p.bias.empty() ? 0.0 : p.bias[j];
       for (std::int64_t k = 0; k < h; ++k) s += p.x[i * h + k] * p.w[j * h + k];
+      s /= o.temperature;
       raw[i * v + j] = s;
       z[i * v + j] = o.softcap > 0 ? o.softcap * std::tanh(s / o.softcap) : s;
     }
@@ -83,6 +87,11 @@ inline ReferenceResult reference(Problem const& p, ReferenceOptions const& o) {
   double const inv_n = count != 0 ? 1.0 / static_cast<double>(count) : 0.0;
 
   ReferenceResult r;
+  for (std::int64_t i = 0; i < bt; ++i) {
+    bool const ignored = p.target[i] == o.ignore_index;
+    r.lse.push_back(ignored ? 0.0 : lse[i]);
+    r.target_logprob.push_back(ignored ? 0.0 : logp[i * v + p.target[i]]);
+  }
   if (o.reduction == Reduction::none) {
     for (std::int64_t i = 0; i < bt; ++i) {
       r.loss.push_back((1 - eps) * nll[i] + eps / static_cast<double>(v) * smooth[i] + zl[i]);
@@ -125,6 +134,7 @@ inline ReferenceResult reference(Problem const& p, ReferenceOptions const& o) {
         double const th = std::tanh(raw[i * v + j] / o.softcap);
         dz *= 1 - th * th;
       }
+      dz /= o.temperature;
       g[i * v + j] = dz;
     }
   }

@@ -151,6 +151,10 @@ TEST(FlceValidation, RejectsBadOptions) {
                   "softcap must be finite and >= 0 (0 turns it off), got -30.");
   expect_rejected([](Call&, auto& o, auto&) { o.softcap = INFINITY; },
                   "softcap must be finite and >= 0 (0 turns it off), got inf.");
+  expect_rejected([](Call&, auto& o, auto&) { o.temperature = 0; },
+                  "temperature must be finite and > 0, got 0.");
+  expect_rejected([](Call&, auto& o, auto&) { o.temperature = std::nan(""); },
+                  "temperature must be finite and > 0, got nan.");
   expect_rejected([](Call&, auto& o, auto&) { o.grad_output = -INFINITY; },
                   "grad_output must be finite, got -inf.");
   expect_rejected([](Call&, auto& o, auto&) { o.chunk_size = -1; },
@@ -190,6 +194,13 @@ TEST(FlceValidation, RejectsOutputsOfTheWrongShape) {
         out.z_loss = make_tensor(c.z.data(), make_shape(2));
       },
       "z_loss has 2 elements but reduction sum gives 1.");
+  // lse and target_logprob are per row whatever the reduction.
+  expect_rejected(
+      [](Call& c, auto&, auto& out) { out.lse = make_tensor(c.loss.data(), make_shape(1)); },
+      "lse has 1 element but input's rows are 8.");
+  expect_rejected([](Call& c, auto&,
+                     auto& out) { out.target_logprob = make_tensor(c.z.data(), make_shape(1)); },
+                  "target_logprob has 1 element but input's rows are 8.");
   expect_rejected([](Call& c, auto&,
                      auto& out) { out.grad_input = make_tensor(c.dx.data(), make_shape(8, 4)); },
                   "grad_input has shape (8,4) but input has shape (8,5).");

@@ -121,14 +121,16 @@ TEST_F(FlceCli, RoundTripsEveryDtypeAndReductionWithAllOptions) {
       std::string const red(reduction_name(r));
       SCOPED_TRACE(std::string(tol.dtype) + " " + red);
       std::string err;
-      int const status = run(
-          "flce --input " + x + " --weight " + w + " --target " + path("y.npy") + " --bias " + b +
-              " --class-weights " + cw + " --reduction " + red +
-              " --label-smoothing 0.1 --lse-square-scale 0.01 --softcap 3 --grad-output 0.5" +
-              " --dtype " + tol.dtype + " --loss-out " + path("out_loss.npy") + " --z-loss-out " +
-              path("out_z.npy") + " --grad-input-out " + path("out_dx.npy") +
-              " --grad-weight-out " + path("out_dw.npy") + " --grad-bias-out " + path("out_db.npy"),
-          err);
+      int const status =
+          run("flce --input " + x + " --weight " + w + " --target " + path("y.npy") + " --bias " +
+                  b + " --class-weights " + cw + " --reduction " + red +
+                  " --label-smoothing 0.1 --lse-square-scale 0.01 --softcap 3 --grad-output 0.5" +
+                  " --temperature 0.8 --dtype " + tol.dtype + " --loss-out " +
+                  path("out_loss.npy") + " --z-loss-out " + path("out_z.npy") +
+                  " --grad-input-out " + path("out_dx.npy") + " --grad-weight-out " +
+                  path("out_dw.npy") + " --grad-bias-out " + path("out_db.npy") + " --lse-out " +
+                  path("out_lse.npy") + " --target-logprob-out " + path("out_logp.npy"),
+              err);
       ASSERT_EQ(status, 0) << err;
       Problem q = p;
       for (auto* v : {&q.x, &q.w, &q.bias, &q.class_weights})
@@ -138,6 +140,7 @@ TEST_F(FlceCli, RoundTripsEveryDtypeAndReductionWithAllOptions) {
       o.label_smoothing = 0.1;
       o.lse_square_scale = 0.01;
       o.softcap = 3;
+      o.temperature = 0.8;
       o.grad_output = 0.5;
       ReferenceResult const want = reference(q, o);
       DType const out = std::string(tol.dtype) == "f64" ? DType::f64 : DType::f32;
@@ -150,6 +153,9 @@ TEST_F(FlceCli, RoundTripsEveryDtypeAndReductionWithAllOptions) {
       EXPECT_TRUE(
           all_close(read("out_dw.npy", {50, 12}, out), want.grad_weight, tol.atol, tol.rtol));
       EXPECT_TRUE(all_close(read("out_db.npy", {50}, out), want.grad_bias, tol.atol, tol.rtol));
+      EXPECT_TRUE(all_close(read("out_lse.npy", {37}, out), want.lse, tol.atol, tol.rtol));
+      EXPECT_TRUE(
+          all_close(read("out_logp.npy", {37}, out), want.target_logprob, tol.atol, tol.rtol));
     }
   }
 }

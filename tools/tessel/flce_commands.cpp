@@ -77,11 +77,12 @@ struct FlceOptions {
   std::string input, weight, target, bias, class_weights;
   std::string reduction = "mean";
   std::string ignore_index = "-100";
-  std::string label_smoothing = "0", lse_square_scale = "0", softcap = "0";
+  std::string label_smoothing = "0", lse_square_scale = "0", softcap = "0", temperature = "1";
   std::string dtype = "f32";
   std::string grad_output;
   std::string device = "host";
-  std::string loss_out, z_loss_out, grad_input_out, grad_weight_out, grad_bias_out;
+  std::string loss_out, z_loss_out, grad_input_out, grad_weight_out, grad_bias_out, lse_out,
+      target_logprob_out;
 };
 
 // A float32/float64 array of the given rank, read from `path` (named by `option` in errors).
@@ -201,6 +202,7 @@ void run_host(FlceJob<T>& job) {
   o.label_smoothing = job.label_smoothing;
   o.lse_square_scale = job.lse_square_scale;
   o.softcap = job.softcap;
+  o.temperature = job.temperature;
   o.grad_output = job.grad_output;
   if (!job.bias.empty()) o.bias = make_tensor(job.bias.data(), make_shape(job.vocab));
   if (!job.class_weights.empty())
@@ -216,6 +218,9 @@ void run_host(FlceJob<T>& job) {
   if (job.want_grad_weight)
     out.grad_weight = make_tensor(job.grad_weight.data(), make_shape(job.vocab, job.hidden));
   if (job.want_grad_bias) out.grad_bias = make_tensor(job.grad_bias.data(), make_shape(job.vocab));
+  if (job.want_lse) out.lse = make_tensor(job.lse.data(), make_shape(job.bt));
+  if (job.want_target_logprob)
+    out.target_logprob = make_tensor(job.target_logprob.data(), make_shape(job.bt));
   flce::forward(
       make_tensor(static_cast<T const*>(job.input.data()), make_shape(job.bt, job.hidden)),
       make_tensor(static_cast<T const*>(job.weight.data()), make_shape(job.vocab, job.hidden)),
@@ -247,11 +252,14 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   job.label_smoothing = parse_number(o.label_smoothing, "--label-smoothing");
   job.lse_square_scale = parse_number(o.lse_square_scale, "--lse-square-scale");
   job.softcap = parse_number(o.softcap, "--softcap");
+  job.temperature = parse_number(o.temperature, "--temperature");
   job.grad_output = grad_output;
   job.want_z_loss = !o.z_loss_out.empty();
   job.want_grad_input = !o.grad_input_out.empty();
   job.want_grad_weight = !o.grad_weight_out.empty();
   job.want_grad_bias = !o.grad_bias_out.empty();
+  job.want_lse = !o.lse_out.empty();
+  job.want_target_logprob = !o.target_logprob_out.empty();
   if (job.want_grad_bias && !bias)
     throw_error("--grad-bias-out needs --bias: there is no bias to differentiate.");
   if (grad_rows && job.reduction != flce::Reduction::none)
@@ -275,6 +283,8 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   if (job.want_grad_input) job.grad_input.assign(job.bt * job.hidden, T(0.0f));
   if (job.want_grad_weight) job.grad_weight.assign(job.vocab * job.hidden, C(0));
   if (job.want_grad_bias) job.grad_bias.assign(job.vocab, C(0));
+  if (job.want_lse) job.lse.assign(job.bt, C(0));
+  if (job.want_target_logprob) job.target_logprob.assign(job.bt, C(0));
   if (cuda) {
 #if defined(TESSEL_CLI_CUDA)
     run_flce_cuda(job);
@@ -298,6 +308,9 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
               output_bytes<Out>(job.grad_weight));
   if (job.want_grad_bias)
     files.add(o.grad_bias_out, out_dtype, {job.vocab}, output_bytes<Out>(job.grad_bias));
+  if (job.want_lse) files.add(o.lse_out, out_dtype, {job.bt}, output_bytes<Out>(job.lse));
+  if (job.want_target_logprob)
+    files.add(o.target_logprob_out, out_dtype, {job.bt}, output_bytes<Out>(job.target_logprob));
   files.commit();
 }
 
@@ -315,7 +328,9 @@ void run_flce(FlceOptions const& o) {
       {"--z-loss-out", &o.z_loss_out},
       {"--grad-input-out", &o.grad_input_out},
       {"--grad-weight-out", &o.grad_weight_out},
-      {"--grad-bias-out", &o.grad_bias_out}};
+      {"--grad-bias-out", &o.grad_bias_out},
+      {"--lse-out", &o.lse_out},
+      {"--target-logprob-out", &o.target_logprob_out}};
   for (std::size_t i = 0; i < outputs.size(); ++i)
     for (std::size_t k = i + 1; k < outputs.size(); ++k)
       if (!outputs[i].second->empty() && *outputs[i].second == *outputs[k].second)
@@ -406,6 +421,8 @@ void add_flce_commands(CLI::App& app) {
   cmd->add_option("--label-smoothing", o->label_smoothing, "In [0, 1]")->capture_default_str();
   cmd->add_option("--lse-square-scale", o->lse_square_scale, "z-loss scale")->capture_default_str();
   cmd->add_option("--softcap", o->softcap, "c in c*tanh(logits/c); 0: off")->capture_default_str();
+  cmd->add_option("--temperature", o->temperature, "Logits are divided by it first (> 0)")
+      ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "Compute on f32, f64, f16 or bf16")->capture_default_str();
   cmd->add_option("--grad-output", o->grad_output,
                   "Upstream gradient: a number, or a (BT,) .npy for --reduction none");
@@ -415,6 +432,9 @@ void add_flce_commands(CLI::App& app) {
   cmd->add_option("--grad-input-out", o->grad_input_out, "(BT, H) .npy");
   cmd->add_option("--grad-weight-out", o->grad_weight_out, "(V, H) .npy");
   cmd->add_option("--grad-bias-out", o->grad_bias_out, "(V,) .npy");
+  cmd->add_option("--lse-out", o->lse_out, "(BT,) .npy: each row's log-sum-exp (0 if ignored)");
+  cmd->add_option("--target-logprob-out", o->target_logprob_out,
+                  "(BT,) .npy: each row's log p(target) (0 if ignored)");
   cmd->callback([o] { run_flce(*o); });
 }
 

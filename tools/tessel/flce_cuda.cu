@@ -45,6 +45,8 @@ void run_flce_cuda(FlceJob<T>& job) {
   auto const dx = to_device(job.grad_input, stream);
   auto const dw = to_device(job.grad_weight, stream);
   auto const db = to_device(job.grad_bias, stream);
+  auto const lse = to_device(job.lse, stream);
+  auto const logp = to_device(job.target_logprob, stream);
 
   flce::Options<T, DeviceSpace> o;
   o.reduction = job.reduction;
@@ -52,6 +54,7 @@ void run_flce_cuda(FlceJob<T>& job) {
   o.label_smoothing = job.label_smoothing;
   o.lse_square_scale = job.lse_square_scale;
   o.softcap = job.softcap;
+  o.temperature = job.temperature;
   o.grad_output = job.grad_output;
   if (!job.bias.empty())
     o.bias = make_device_tensor(static_cast<T const*>(bias.data()), make_shape(job.vocab));
@@ -67,6 +70,9 @@ void run_flce_cuda(FlceJob<T>& job) {
   if (job.want_grad_weight)
     out.grad_weight = make_device_tensor(dw.data(), make_shape(job.vocab, job.hidden));
   if (job.want_grad_bias) out.grad_bias = make_device_tensor(db.data(), make_shape(job.vocab));
+  if (job.want_lse) out.lse = make_device_tensor(lse.data(), make_shape(job.bt));
+  if (job.want_target_logprob)
+    out.target_logprob = make_device_tensor(logp.data(), make_shape(job.bt));
   flce::forward(
       make_device_tensor(static_cast<T const*>(x.data()), make_shape(job.bt, job.hidden)),
       make_device_tensor(static_cast<T const*>(w.data()), make_shape(job.vocab, job.hidden)),
@@ -77,6 +83,8 @@ void run_flce_cuda(FlceJob<T>& job) {
   gpu::copy_to_host(flat(job.grad_input), dx, stream);
   gpu::copy_to_host(flat(job.grad_weight), dw, stream);
   gpu::copy_to_host(flat(job.grad_bias), db, stream);
+  gpu::copy_to_host(flat(job.lse), lse, stream);
+  gpu::copy_to_host(flat(job.target_logprob), logp, stream);
   stream.synchronize();
 }
 

@@ -23,6 +23,9 @@ struct Options {
   // Liger-Kernel's softcap: logits become softcap * tanh(logits / softcap) before the softmax.
   // 0 turns it off.
   double softcap = 0.0;
+  // The sampling temperature of RL-style training (GRPO, PPO): logits are divided by it before
+  // the softcap and the softmax, and the gradients carry the 1 / temperature. Finite and > 0.
+  double temperature = 1.0;
   // (V) PyTorch's `weight`: a rescaling weight per class. Mean divides by the sum of the
   // non-ignored targets' weights.
   VectorArg<T const, Space> class_weights{};
@@ -56,6 +59,13 @@ struct Outputs {
   MatrixArg<accum_t<T>, Space> grad_weight{};
   // (V) d loss / d bias, in accum_t<T>; needs Options::bias.
   VectorArg<accum_t<T>, Space> grad_bias{};
+  // (BT) per row, whatever the reduction: the log-sum-exp of the row's logits (after temperature
+  // and softcap; Apple CCE's return_lse), and the target's log-probability z_t - lse (what RL
+  // objectives weight by advantages). 0 for ignored rows. Free when not asked for: the row pass
+  // computes both anyway. Their gradients: with reduction none and no smoothing or z-loss a row's
+  // loss is -target_logprob, so grad_output_rows = -advantages gives d(sum_i A_i logp_i).
+  VectorArg<accum_t<T>, Space> lse{};
+  VectorArg<accum_t<T>, Space> target_logprob{};
 
   constexpr bool wants_gradients() const {
     return grad_input.present || grad_weight.present || grad_bias.present;

@@ -5,7 +5,8 @@
 // The row is exec's row reduction with a fused epilogue (exec/body/row.hpp), the one softmax and
 // log_softmax use; its reduction is exec's online logsumexp paired with a sum (exec::PairOp).
 //
-// Per non-ignored row with target t, logits z (bias added, then softcapped), class weights w
+// Per non-ignored row with target t, logits z (bias added, divided by the temperature T, then
+// softcapped), class weights w
 // (all 1 without class weights), W = sum_j w_j, smoothing e, vocabulary V and s =
 // lse_square_scale (PyTorch's cross_entropy plus Liger-Kernel's z-loss and softcap):
 //   lse = log sum_j exp(z_j)
@@ -13,7 +14,7 @@
 //   zl  = s lse^2
 //   d ce / d z_j = w_t (1 - e) (p_j - [j = t]) + (e / V) (W p_j - w_j),   p_j = exp(z_j - lse)
 //   d zl / d z_j = 2 s lse p_j
-// and, with a softcap c, d z_j / d raw_j = 1 - tanh(raw_j / c)^2.
+// and d z_j / d raw_j = (1 / T) (1 - tanh(raw_j / (T c))^2) with a softcap c, 1 / T without.
 #pragma once
 
 #include <type_traits>
@@ -36,6 +37,7 @@ struct RowConstants {
   C smoothing_per_class = 0;  // e / V
   C lse_square_scale = 0;     // s
   C softcap = 0;              // c; 0 turns the softcap off
+  C inv_temperature = 1;      // 1 / T, applied to the raw logit before the softcap
   C class_weight_sum = 0;     // W = sum_j w_j (V without class weights)
   bool smoothing = false;     // e > 0: accumulate sum_j w_j z_j
 };
@@ -52,11 +54,14 @@ struct RowRefs {
   index_t class_weight_stride = 1;
 };
 
-// One row's loss terms before the reduction scales them (zero for an ignored row).
+// One row's loss terms before the reduction scales them, and its per-row outputs (all zero for
+// an ignored row).
 template <class C>
 struct RowLoss {
-  C ce = 0;  // the weighted, smoothed cross-entropy term
-  C z = 0;   // lse_square_scale * lse^2
+  C ce = 0;              // the weighted, smoothed cross-entropy term
+  C z = 0;               // lse_square_scale * lse^2
+  C lse = 0;             // log sum_j exp(z_j)
+  C target_logprob = 0;  // z_t - lse
 };
 
 // With label smoothing the row reduces (z_j, w_j z_j) with this: the online logsumexp of the
@@ -82,10 +87,13 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
       for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) r.grad[j] = G(C(0));
     return {};
   }
+  // The logit divided by the temperature (a multiply, skipped at T = 1: the default keeps its
+  // bits), before the softcap.
+  bool const tempered = k.inv_temperature != C(1);
   auto raw_logit = [&](index_t j) {
     C x = static_cast<C>(r.logits[j]);
     if (r.bias != nullptr) x += static_cast<C>(r.bias[j * r.bias_stride]);
-    return x;
+    return tempered ? x * k.inv_temperature : x;
   };
   auto class_weight = [&](index_t j) {
     return r.class_weights != nullptr ? static_cast<C>(r.class_weights[j * r.class_weight_stride])
@@ -125,9 +133,10 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
     };
     auto gradient = [&](auto const& s) {
       C const lse = lse_of(s);
-      C const a = ce_grad_scale * w_t * k.one_minus_smoothing;
-      C const b = ce_grad_scale * k.smoothing_per_class;
-      C const zc = z_grad_scale * C(2) * k.lse_square_scale * lse;
+      // d z / d raw carries 1 / T: folded into the three coefficients.
+      C const a = ce_grad_scale * w_t * k.one_minus_smoothing * k.inv_temperature;
+      C const b = ce_grad_scale * k.smoothing_per_class * k.inv_temperature;
+      C const zc = z_grad_scale * C(2) * k.lse_square_scale * lse * k.inv_temperature;
       C const p_coefficient = a + b * k.class_weight_sum + zc;
       return [&, lse, a, b, p_coefficient](index_t j) {
         if (!writes) return;
@@ -148,6 +157,8 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
     if constexpr (smoothing)
       loss.ce += k.smoothing_per_class * (k.class_weight_sum * lse - s.second);
     loss.z = k.lse_square_scale * lse * lse;
+    loss.lse = lse;
+    loss.target_logprob = z_t - lse;
     return loss;
   };
   return k.smoothing ? row(std::true_type{}) : row(std::false_type{});
@@ -178,6 +189,10 @@ struct ChunkRows {
   RowConstants<C> k{};
   C* row_ce = nullptr;  // (BT) each row's cross-entropy term
   C* row_z = nullptr;   // (BT) each row's z-loss term
+  C* lse = nullptr;     // (BT) Outputs::lse, or null
+  index_t lse_stride = 1;
+  C* target_logprob = nullptr;  // (BT) Outputs::target_logprob, or null
+  index_t target_logprob_stride = 1;
   index_t first_row = 0;
 
   template <class Ctx>
@@ -203,6 +218,8 @@ struct ChunkRows {
     if (ctx.lane() == 0) {
       row_ce[row] = l.ce;
       row_z[row] = l.z;
+      if (lse != nullptr) lse[row * lse_stride] = l.lse;
+      if (target_logprob != nullptr) target_logprob[row * target_logprob_stride] = l.target_logprob;
     }
   }
 };

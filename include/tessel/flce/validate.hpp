@@ -72,6 +72,8 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
     fail(sentence("lse_square_scale must be finite and >= 0, got ", o.lse_square_scale, "."));
   if (!(std::isfinite(o.softcap) && o.softcap >= 0.0))
     fail(sentence("softcap must be finite and >= 0 (0 turns it off), got ", o.softcap, "."));
+  if (!(std::isfinite(o.temperature) && o.temperature > 0.0))
+    fail(sentence("temperature must be finite and > 0, got ", o.temperature, "."));
   if (!std::isfinite(o.grad_output))
     fail(sentence("grad_output must be finite, got ", o.grad_output, "."));
   if (o.chunk_size < 0)
@@ -97,6 +99,8 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
   };
   check_loss(out.loss, "loss");
   check_loss(out.z_loss, "z_loss");
+  check_vector_size(out.lse, "lse", bt, "input's rows are");
+  check_vector_size(out.target_logprob, "target_logprob", bt, "input's rows are");
   if (out.grad_input.present) {
     if (out.grad_input.rows != bt || out.grad_input.cols != h)
       fail(
