@@ -133,6 +133,32 @@ TYPED_TEST(FlceForward, AppliesTheTemperatureBeforeTheSoftcapAndGivesPerRowOutpu
   }
 }
 
+// The causal-LM shift: sequences of 6 rows, every reduction, with ignored targets and every
+// option; and the same call equals an unshifted one on targets shifted by hand, bit for bit.
+TYPED_TEST(FlceForward, ShiftsTargetsWithinSequences) {
+  using T = TypeParam;
+  for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+    SCOPED_TRACE(dtype_label<T>() + " " + std::string(reduction_name(r)));
+    Problem const p = random_problem(30, 11, 41, 77u, true, true, 0.2);
+    ReferenceOptions o;
+    o.reduction = r;
+    o.shift_sequence_length = 6;
+    o.label_smoothing = 0.05;
+    o.lse_square_scale = 1e-3;
+    expect_matches_reference<T>(p, o);
+
+    Problem q = rounded<T>(p);
+    FlceRun const shifted = run_tessel<T>(q, o);
+    q.target = shifted_targets(q.target, 6, o.ignore_index);
+    o.shift_sequence_length = 0;
+    FlceRun const by_hand = run_tessel<T>(q, o);
+    EXPECT_EQ(shifted.loss, by_hand.loss);
+    EXPECT_EQ(shifted.grad_input, by_hand.grad_input);
+    EXPECT_EQ(shifted.grad_weight, by_hand.grad_weight);
+    EXPECT_EQ(shifted.target_logprob, by_hand.target_logprob);
+  }
+}
+
 // Without smoothing and z-loss a row's loss is -target_logprob: the per-row outputs agree with it,
 // so grad_output_rows = -advantages differentiates sum_i A_i logp_i (the policy gradient).
 TEST(FlceForwardF64, TargetLogprobIsMinusTheRowLoss) {

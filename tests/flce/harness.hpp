@@ -104,6 +104,7 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   opt.lse_square_scale = o.lse_square_scale;
   opt.softcap = o.softcap;
   opt.temperature = o.temperature;
+  opt.shift_sequence_length = o.shift_sequence_length;
   opt.grad_output = o.grad_output;
   opt.chunk_size = chunk_size;
   if (!p.bias.empty()) opt.bias = make_tensor(bias.data(), make_shape(p.v));

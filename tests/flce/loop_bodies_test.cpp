@@ -24,7 +24,7 @@ TEST(SummarizeTargets, SumsTheNonIgnoredTargetsAndFindsTheFirstBadRowWithAnyLane
     SCOPED_TRACE(lanes);
     ThreadBlock block(lanes);
     TargetSummary const s = block.run([&](ThreadBlock::Context& ctx) {
-      return summarize_targets(ctx, y.data(), 1, 10, 9, -100, w.data(), 1);
+      return summarize_targets(ctx, y.data(), 1, 0, 10, 9, -100, w.data(), 1);
     });
     EXPECT_EQ(s.count, 5);
     EXPECT_EQ(s.weight_sum, 9.5);
@@ -33,7 +33,7 @@ TEST(SummarizeTargets, SumsTheNonIgnoredTargetsAndFindsTheFirstBadRowWithAnyLane
   }
   exec::SequentialContext seq;
   TargetSummary const none =
-      summarize_targets(seq, y.data(), 1, 3, 9, -100, static_cast<float const*>(nullptr), 1);
+      summarize_targets(seq, y.data(), 1, 0, 3, 9, -100, static_cast<float const*>(nullptr), 1);
   EXPECT_EQ(none.count, 2);
   EXPECT_EQ(none.weight_sum, 2.0);
   EXPECT_EQ(none.class_weight_sum, 9.0);

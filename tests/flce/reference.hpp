@@ -30,7 +30,8 @@ struct ReferenceOptions {
   double label_smoothing = 0;
   double lse_square_scale = 0;
   double softcap = 0;
-  double temperature = 1;  // raw logits are divided by it before the softcap
+  double temperature = 1;                  // raw logits are divided by it before the softcap
+  std::int64_t shift_sequence_length = 0;  // causal shift: row i against target[i + 1]
   double grad_output = 1;
   std::vector<double> grad_output_rows;  // (BT) or empty
 };
@@ -42,7 +43,22 @@ struct ReferenceResult {
   std::vector<double> lse, target_logprob;  // (BT), 0 for ignored rows
 };
 
-inline ReferenceResult reference(Problem const& p, ReferenceOptions const& o) {
+// The targets each row is scored against: the causal shift written out (row i predicts
+// target[i + 1]; each sequence's last row is ignored).
+inline std::vector<std::int64_t> shifted_targets(std::vector<std::int64_t> const& target,
+                                                 std::int64_t sequence_length,
+                                                 std::int64_t ignore_index) {
+  if (sequence_length == 0) return target;
+  std::vector<std::int64_t> out(target.size());
+  for (std::size_t i = 0; i < target.size(); ++i)
+    out[i] =
+        (static_cast<std::int64_t>(i) + 1) % sequence_length == 0 ? ignore_index : target[i + 1];
+  return out;
+}
+
+inline ReferenceResult reference(Problem const& original, ReferenceOptions const& o) {
+  Problem p = original;
+  p.target = shifted_targets(original.target, o.shift_sequence_length, o.ignore_index);
   auto const bt = p.bt, h = p.h, v = p.v;
   bool const has_cw = !p.class_weights.empty();
   auto cw = [&](std::int64_t j) { return has_cw ? p.class_weights[j] : 1.0; };

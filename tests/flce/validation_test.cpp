@@ -151,6 +151,12 @@ TEST(FlceValidation, RejectsBadOptions) {
                   "softcap must be finite and >= 0 (0 turns it off), got -30.");
   expect_rejected([](Call&, auto& o, auto&) { o.softcap = INFINITY; },
                   "softcap must be finite and >= 0 (0 turns it off), got inf.");
+  expect_rejected([](Call&, auto& o, auto&) { o.shift_sequence_length = 3; },
+                  "shift_sequence_length must be 0 (no shift) or divide input's 8 rows into "
+                  "whole sequences, got 3.");
+  expect_rejected([](Call&, auto& o, auto&) { o.shift_sequence_length = -1; },
+                  "shift_sequence_length must be 0 (no shift) or divide input's 8 rows into "
+                  "whole sequences, got -1.");
   expect_rejected([](Call&, auto& o, auto&) { o.temperature = 0; },
                   "temperature must be finite and > 0, got 0.");
   expect_rejected([](Call&, auto& o, auto&) { o.temperature = std::nan(""); },
@@ -227,6 +233,14 @@ TEST(FlceValidation, RejectsTargetsOutsideTheVocabulary) {
   // With another ignore_index, -100 is just an out-of-range target.
   expect_rejected([](Call&, auto& o, auto&) { o.ignore_index = 3; },
                   "target -100 at row 7 is outside [0, 9) and is not ignore_index (3).");
+  // Under the causal shift the sentence names where the bad target is and which row predicts it.
+  expect_rejected(
+      [](Call& c, auto& o, auto&) {
+        o.shift_sequence_length = 4;
+        c.y[3] = 9;
+      },
+      "target 9 at row 3 (what row 2 predicts under shift_sequence_length 4) is outside [0, 9) "
+      "and is not ignore_index (-100).");
 }
 
 TEST(FlceValidation, BackwardRejectsWhatItCannotScale) {

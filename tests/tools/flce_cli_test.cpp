@@ -169,17 +169,19 @@ TEST_F(FlceCli, TakesFloat32InputsAndAPerRowGradOutputFile) {
   std::string const g = write<float>("dy.npy", {20}, dy);
   write_npy(path("y.npy"), std::vector<std::int64_t>{20}, p.target);
   std::string err;
-  ASSERT_EQ(run("flce --input " + x + " --weight " + w + " --target " + path("y.npy") +
-                    " --reduction none --grad-output " + g + " --loss-out " + path("out_loss.npy") +
-                    " --grad-weight-out " + path("out_dw.npy"),
-                err),
-            0)
+  ASSERT_EQ(
+      run("flce --input " + x + " --weight " + w + " --target " + path("y.npy") +
+              " --reduction none --grad-output " + g + " --shift-sequence-length 5" +
+              " --loss-out " + path("out_loss.npy") + " --grad-weight-out " + path("out_dw.npy"),
+          err),
+      0)
       << err;
   Problem q = p;
   for (auto* v : {&q.x, &q.w})
     for (auto& e : *v) e = rounded(e, "f32");
   ReferenceOptions o;
   o.reduction = Reduction::none;
+  o.shift_sequence_length = 5;  // four sequences of five rows
   for (double d : dy) o.grad_output_rows.push_back(rounded(d, "f32"));
   ReferenceResult const want = reference(q, o);
   EXPECT_TRUE(all_close(read("out_loss.npy", {20}, DType::f32), want.loss, 1e-5, 5e-4));

@@ -78,6 +78,7 @@ struct FlceOptions {
   std::string reduction = "mean";
   std::string ignore_index = "-100";
   std::string label_smoothing = "0", lse_square_scale = "0", softcap = "0", temperature = "1";
+  std::string shift_sequence_length = "0";
   std::string dtype = "f32";
   std::string grad_output;
   std::string device = "host";
@@ -203,6 +204,7 @@ void run_host(FlceJob<T>& job) {
   o.lse_square_scale = job.lse_square_scale;
   o.softcap = job.softcap;
   o.temperature = job.temperature;
+  o.shift_sequence_length = job.shift_sequence_length;
   o.grad_output = job.grad_output;
   if (!job.bias.empty()) o.bias = make_tensor(job.bias.data(), make_shape(job.vocab));
   if (!job.class_weights.empty())
@@ -253,6 +255,7 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   job.lse_square_scale = parse_number(o.lse_square_scale, "--lse-square-scale");
   job.softcap = parse_number(o.softcap, "--softcap");
   job.temperature = parse_number(o.temperature, "--temperature");
+  job.shift_sequence_length = parse_integer(o.shift_sequence_length, "--shift-sequence-length");
   job.grad_output = grad_output;
   job.want_z_loss = !o.z_loss_out.empty();
   job.want_grad_input = !o.grad_input_out.empty();
@@ -422,6 +425,10 @@ void add_flce_commands(CLI::App& app) {
   cmd->add_option("--lse-square-scale", o->lse_square_scale, "z-loss scale")->capture_default_str();
   cmd->add_option("--softcap", o->softcap, "c in c*tanh(logits/c); 0: off")->capture_default_str();
   cmd->add_option("--temperature", o->temperature, "Logits are divided by it first (> 0)")
+      ->capture_default_str();
+  cmd->add_option("--shift-sequence-length", o->shift_sequence_length,
+                  "Causal shift: rows are sequences of this length, row i scored against "
+                  "target i+1; 0: off")
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "Compute on f32, f64, f16 or bf16")->capture_default_str();
   cmd->add_option("--grad-output", o->grad_output,

@@ -55,6 +55,7 @@ void run_flce_cuda(FlceJob<T>& job) {
   o.lse_square_scale = job.lse_square_scale;
   o.softcap = job.softcap;
   o.temperature = job.temperature;
+  o.shift_sequence_length = job.shift_sequence_length;
   o.grad_output = job.grad_output;
   if (!job.bias.empty())
     o.bias = make_device_tensor(static_cast<T const*>(bias.data()), make_shape(job.vocab));

@@ -19,6 +19,7 @@ struct FlceJob {
   std::vector<C> grad_output_rows;  // empty: the scalar grad_output
   flce::Reduction reduction = flce::Reduction::mean;
   std::int64_t ignore_index = -100;
+  std::int64_t shift_sequence_length = 0;
   double label_smoothing = 0, lse_square_scale = 0, softcap = 0, temperature = 1, grad_output = 1;
   bool want_z_loss = false, want_grad_input = false, want_grad_weight = false,
        want_grad_bias = false, want_lse = false, want_target_logprob = false;

@@ -109,11 +109,12 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
   // The targets first: an invalid one throws before anything is written.
   backend::template rows<single_block_threads>(
       executor, 1, bt,
-      SummarizeTargets<Y, T>{y.data, y.stride, bt, v, o.ignore_index, o.class_weights.data,
-                             o.class_weights.stride, check_at});
+      SummarizeTargets<Y, T>{y.data, y.stride, o.shift_sequence_length, bt, v, o.ignore_index,
+                             o.class_weights.data, o.class_weights.stride, check_at});
   TargetCheck const check = backend::read(executor, check_at);
   if (check.summary.first_bad_row >= 0)
-    detail::fail_bad_target(check.bad_target, check.summary.first_bad_row, v, o.ignore_index);
+    detail::fail_bad_target(check.bad_target, check.summary.first_bad_row, v, o.ignore_index,
+                            o.shift_sequence_length);
 
   bool const grads = out.wants_gradients();
   row_body body;
@@ -126,6 +127,7 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
   body.class_weight_stride = o.class_weights.stride;
   body.target = y.data;
   body.target_stride = y.stride;
+  body.shift = o.shift_sequence_length;
   body.grad_output_rows = o.grad_output_rows.present ? o.grad_output_rows.data : nullptr;
   body.grad_output_stride = o.grad_output_rows.stride;
   body.grad_output = o.grad_output;

@@ -30,17 +30,29 @@ struct CombineTargetSummary {
   }
 };
 
+// The target row `row` predicts. Without a shift (shift == 0), target[row]. With the causal-LM
+// shift, the rows come in sequences of `shift` rows, row i predicts target[i + 1], and the last
+// row of each sequence predicts nothing (ignore_index), as labels[..., 1:] does.
+template <class Y>
+TESSEL_HOST_DEVICE index_t target_of(Y const* target, index_t target_stride, index_t row,
+                                     index_t shift, index_t ignore_index) {
+  if (shift == 0) return static_cast<index_t>(target[row * target_stride]);
+  if (row % shift == shift - 1) return ignore_index;
+  return static_cast<index_t>(target[(row + 1) * target_stride]);
+}
+
 // Every lane's share of the targets and class weights, combined over lanes.
 // @post every lane gets the whole summary
 template <class Ctx, class Y, class T>
 TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx const& ctx, Y const* target,
-                                                   index_t target_stride, index_t bt, index_t vocab,
-                                                   index_t ignore_index, T const* class_weights,
+                                                   index_t target_stride, index_t shift, index_t bt,
+                                                   index_t vocab, index_t ignore_index,
+                                                   T const* class_weights,
                                                    index_t class_weight_stride) {
   using C = accum_t<T>;
   TargetSummary s;
   for (index_t i = ctx.lane(); i < bt; i += ctx.lanes()) {
-    index_t const t = static_cast<index_t>(target[i * target_stride]);
+    index_t const t = target_of(target, target_stride, i, shift, ignore_index);
     if (t == ignore_index) continue;
     if (t < 0 || t >= vocab) {
       if (s.first_bad_row < 0) s.first_bad_row = i;  // a lane visits its rows in order
@@ -73,6 +85,7 @@ template <class Y, class T>
 struct SummarizeTargets {
   Y const* target = nullptr;  // (BT)
   index_t target_stride = 1;
+  index_t shift = 0;  // Options::shift_sequence_length
   index_t bt = 0;
   index_t vocab = 1;
   index_t ignore_index = -100;
@@ -82,12 +95,13 @@ struct SummarizeTargets {
 
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t) const {
-    TargetSummary const s = summarize_targets(ctx, target, target_stride, bt, vocab, ignore_index,
-                                              class_weights, class_weight_stride);
+    TargetSummary const s = summarize_targets(ctx, target, target_stride, shift, bt, vocab,
+                                              ignore_index, class_weights, class_weight_stride);
     if (ctx.lane() == 0) {
       out->summary = s;
-      out->bad_target =
-          s.first_bad_row >= 0 ? static_cast<index_t>(target[s.first_bad_row * target_stride]) : 0;
+      out->bad_target = s.first_bad_row >= 0
+                            ? target_of(target, target_stride, s.first_bad_row, shift, ignore_index)
+                            : 0;
     }
   }
 };

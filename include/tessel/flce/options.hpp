@@ -35,6 +35,11 @@ struct Options {
   double grad_output = 1.0;
   // (BT) per-row upstream gradients, for reduction none (replaces grad_output).
   VectorArg<accum_t<T> const, Space> grad_output_rows{};
+  // The causal-LM label shift (Apple CCE's `shift`, what `labels[..., 1:]` does before a loss):
+  // the rows are sequences of this many tokens, row i is scored against target[i + 1], and the
+  // last row of each sequence is ignored. 0 (the default): row i against target[i]. BT must be a
+  // multiple of it.
+  index_t shift_sequence_length = 0;
   // Rows per chunk; 0 takes the plan's heuristic (make_host_plan on the host, make_plan on CUDA).
   // A memory budget: the chunk's logits take chunk_size * V * 4 bytes (8 for f64).
   index_t chunk_size = 0;

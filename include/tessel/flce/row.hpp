@@ -182,6 +182,7 @@ struct ChunkRows {
   index_t class_weight_stride = 1;
   Y const* target = nullptr;  // (BT)
   index_t target_stride = 1;
+  index_t shift = 0;                    // Options::shift_sequence_length
   C const* grad_output_rows = nullptr;  // (BT) per-row dy, or null: grad_output for every row
   index_t grad_output_stride = 1;
   double grad_output = 1;
@@ -212,9 +213,9 @@ struct ChunkRows {
     // A local copy: the gradient's stores (through refs.grad) cannot alias it, so its fields stay
     // in registers across the row's loops instead of being reloaded after every store.
     RowConstants<C> const constants = k;
-    RowLoss<C> const l =
-        fused_row(ctx, refs, vocab, static_cast<index_t>(target[row * target_stride]), constants,
-                  static_cast<C>(dy * scales.ce), static_cast<C>(dy * scales.z));
+    RowLoss<C> const l = fused_row(
+        ctx, refs, vocab, target_of(target, target_stride, row, shift, constants.ignore_index),
+        constants, static_cast<C>(dy * scales.ce), static_cast<C>(dy * scales.z));
     if (ctx.lane() == 0) {
       row_ce[row] = l.ce;
       row_z[row] = l.z;

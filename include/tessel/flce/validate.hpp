@@ -76,6 +76,9 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
     fail(sentence("temperature must be finite and > 0, got ", o.temperature, "."));
   if (!std::isfinite(o.grad_output))
     fail(sentence("grad_output must be finite, got ", o.grad_output, "."));
+  if (o.shift_sequence_length < 0 || (o.shift_sequence_length > 0 && bt % o.shift_sequence_length))
+    fail(sentence("shift_sequence_length must be 0 (no shift) or divide input's ", bt,
+                  " rows into whole sequences, got ", o.shift_sequence_length, "."));
   if (o.chunk_size < 0)
     fail(sentence("chunk_size must be >= 0 (0 takes the plan's heuristic), got ", o.chunk_size,
                   "."));
@@ -127,8 +130,14 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
         "nothing.");
 }
 
+// `row` is the input row whose target is bad; under the causal shift that target sits at row + 1.
 [[noreturn]] inline void fail_bad_target(index_t value, index_t row, index_t vocab,
-                                         index_t ignore_index) {
+                                         index_t ignore_index, index_t shift = 0) {
+  if (shift > 0)
+    fail(tessel::detail::sentence("target ", value, " at row ", row + 1, " (what row ", row,
+                                  " predicts under shift_sequence_length ", shift,
+                                  ") is outside [0, ", vocab, ") and is not ignore_index (",
+                                  ignore_index, ")."));
   fail(tessel::detail::sentence("target ", value, " at row ", row, " is outside [0, ", vocab,
                                 ") and is not ignore_index (", ignore_index, ")."));
 }
