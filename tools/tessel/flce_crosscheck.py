@@ -5,13 +5,17 @@
       writes DIR/x.npy (BT, H), w.npy (V, H), b.npy (V,), cw.npy (V,) as float64 and y.npy (BT,)
       as int64 (two rows are -100, the default ignore_index)
   flce_crosscheck.py compare DIR [--reduction mean] [--label-smoothing a] [--lse-square-scale s]
-                     [--softcap c] [--bias] [--class-weights] [--backend torch|python]
+                     [--softcap c] [--temperature T] [--shift-sequence-length S] [--bias]
+                     [--class-weights] [--backend torch|python]
       recomputes loss, grad_input, grad_weight (and grad_bias) from DIR's inputs and prints the
-      largest difference from tessel's DIR/loss.npy, dx.npy, dw.npy (db.npy); with
-      --tolerance t, exits with status 1 when a difference exceeds t * max(1, max |reference|)
+      largest difference from tessel's DIR/loss.npy, dx.npy, dw.npy (db.npy), and from
+      DIR/lse.npy and logp.npy (the per-row log-sum-exp and target log-probability) when they
+      exist; with --tolerance t, exits with status 1 when a difference exceeds
+      t * max(1, max |reference|)
 
-The torch backend is PyTorch itself: F.cross_entropy on input @ weight.T + bias (softcapped),
-plus Liger-Kernel's z-loss, differentiated by autograd. The python backend (the default when
+The torch backend is PyTorch itself: F.cross_entropy on (input @ weight.T + bias) / T
+(softcapped), against the targets shifted within sequences of S rows (labels[..., 1:], the last
+row of each sequence ignored), plus Liger-Kernel's z-loss, differentiated by autograd. The python backend (the default when
 PyTorch is missing) is the same definition written out in plain Python: it needs nothing beyond
 the standard library, .npy reading and writing included.
 """
@@ -62,11 +66,18 @@ def rows(flat, shape):
 
 # ---- the reference ----
 
-def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore):
+def shifted(y, sequence_length, ignore):
+    """The target each row is scored against under the causal shift (0: no shift)."""
+    if not sequence_length:
+        return list(y)
+    return [ignore if (i + 1) % sequence_length == 0 else y[i + 1] for i in range(len(y))]
+
+
+def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0):
     bt, h, v = len(x), len(x[0]), len(w)
     weight = cw if cw is not None else [1.0] * v
-    raw = [[sum(x[i][k] * w[j][k] for k in range(h)) + (b[j] if b else 0.0) for j in range(v)]
-           for i in range(bt)]
+    raw = [[(sum(x[i][k] * w[j][k] for k in range(h)) + (b[j] if b else 0.0)) / temp
+            for j in range(v)] for i in range(bt)]
     z = [[cap * math.tanh(r / cap) if cap > 0 else r for r in row] for row in raw]
     lse = [max(row) + math.log(sum(math.exp(e - max(row)) for e in row)) for row in z]
     kept = [i for i in range(bt) if y[i] != ignore]
@@ -96,14 +107,16 @@ def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore):
             d += z_scale * 2 * s * lse[i] * p
             if cap > 0:
                 d *= 1 - math.tanh(raw[i][j] / cap) ** 2
-            g[i][j] = d
+            g[i][j] = d / temp
     dx = [[sum(g[i][j] * w[j][k] for j in range(v)) for k in range(h)] for i in range(bt)]
     dw = [[sum(g[i][j] * x[i][k] for i in range(bt)) for k in range(h)] for j in range(v)]
     db = [sum(g[i][j] for i in range(bt)) for j in range(v)]
-    return loss, dx, dw, db
+    lse_out = [lse[i] if y[i] != ignore else 0.0 for i in range(bt)]
+    logp = [z[i][y[i]] - lse[i] if y[i] != ignore else 0.0 for i in range(bt)]
+    return loss, dx, dw, db, lse_out, logp
 
 
-def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore):
+def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0):
     import torch
     import torch.nn.functional as F
     xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
@@ -111,7 +124,7 @@ def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore):
     bt = torch.tensor(b, dtype=torch.float64, requires_grad=True) if b else None
     yt = torch.tensor(y, dtype=torch.int64)
     cwt = torch.tensor(cw, dtype=torch.float64) if cw is not None else None
-    logits = xt @ wt.T + (bt if bt is not None else 0)
+    logits = (xt @ wt.T + (bt if bt is not None else 0)) / temp
     if cap > 0:
         logits = cap * torch.tanh(logits / cap)
     loss = F.cross_entropy(logits, yt, weight=cwt, ignore_index=ignore, reduction=reduction,
@@ -121,8 +134,10 @@ def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore):
     loss = loss + (z if reduction == "none" else z.sum() / (kept.sum() if reduction == "mean" else 1))
     loss.sum().backward()
     as_list = lambda t: t.detach().tolist()
+    lse = torch.logsumexp(logits.detach(), dim=-1)
+    logp = torch.log_softmax(logits.detach(), dim=-1).gather(1, yt.clamp(min=0)[:, None])[:, 0]
     return ([loss.item()] if loss.dim() == 0 else as_list(loss), as_list(xt.grad), as_list(wt.grad),
-            as_list(bt.grad) if bt is not None else [])
+            as_list(bt.grad) if bt is not None else [], as_list(lse * kept), as_list(logp * kept))
 
 
 # ---- commands ----
@@ -157,14 +172,19 @@ def compare(a):
         except ImportError:
             backend = "python"
     f = reference_torch if backend == "torch" else reference_python
-    loss, dx, dw, db = f(rows(x, xs), rows(w, ws), y, b, cw, a.reduction, a.label_smoothing,
-                         a.lse_square_scale, a.softcap, a.ignore_index)
+    y = shifted(y, a.shift_sequence_length, a.ignore_index)
+    loss, dx, dw, db, lse, logp = f(rows(x, xs), rows(w, ws), y, b, cw, a.reduction,
+                                    a.label_smoothing, a.lse_square_scale, a.softcap,
+                                    a.ignore_index, a.temperature)
     print(f"reference: {backend}, float64")
     flat = lambda m: [e for r in m for e in r]
     checks = [("loss", loss, "loss.npy"), ("grad_input", flat(dx), "dx.npy"),
               ("grad_weight", flat(dw), "dw.npy")]
     if a.bias:
         checks.append(("grad_bias", db, "db.npy"))
+    for name, want, file in (("lse", lse, "lse.npy"), ("target_logprob", logp, "logp.npy")):
+        if os.path.exists(os.path.join(a.dir, file)):
+            checks.append((name, want, file))
     failed = False
     for name, want, file in checks:
         got, _ = load(file)
@@ -196,6 +216,8 @@ def main():
     c.add_argument("--label-smoothing", type=float, default=0.0)
     c.add_argument("--lse-square-scale", type=float, default=0.0)
     c.add_argument("--softcap", type=float, default=0.0)
+    c.add_argument("--temperature", type=float, default=1.0)
+    c.add_argument("--shift-sequence-length", type=int, default=0)
     c.add_argument("--bias", action="store_true")
     c.add_argument("--class-weights", action="store_true")
     c.add_argument("--backend", choices=["torch", "python"])
