@@ -56,6 +56,7 @@ void expect_matches_reference(Problem const& p, ReferenceOptions const& o, index
   EXPECT_TRUE(all_close(got.z_loss, want.z_loss, tol)) << "z_loss";
   EXPECT_TRUE(all_close(got.lse, want.lse, tol)) << "lse";
   EXPECT_TRUE(all_close(got.target_logprob, want.target_logprob, tol)) << "target_logprob";
+  EXPECT_TRUE(all_close(got.entropy, want.entropy, tol)) << "entropy";
   EXPECT_TRUE(all_close(got.grad_input, want.grad_input, tol)) << "grad_input";
   EXPECT_TRUE(all_close(got.grad_weight, want.grad_weight, tol)) << "grad_weight";
   if (!p.bias.empty()) {
@@ -131,6 +132,44 @@ TYPED_TEST(FlceForward, AppliesTheTemperatureBeforeTheSoftcapAndGivesPerRowOutpu
       }
     }
   }
+}
+
+// The entropy bonus (PPO's entropy coefficient) with its gradient, alone and with every other
+// option, for every reduction; and an entropy output without a bonus leaves the loss as it was.
+TYPED_TEST(FlceForward, AddsTheEntropyBonusAndItsGradient) {
+  using T = TypeParam;
+  for (double bonus : {0.05, -0.3}) {
+    for (bool others : {false, true}) {
+      for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+        SCOPED_TRACE(dtype_label<T>() + " beta=" + std::to_string(bonus) +
+                     (others ? " with every option " : " alone ") + std::string(reduction_name(r)));
+        Problem const p = random_problem(23, 13, 57, 91u, others, others, 0.2);
+        ReferenceOptions o;
+        o.reduction = r;
+        o.entropy_bonus = bonus;
+        if (others) {
+          o.temperature = 1.3;
+          o.softcap = 2.5;
+          o.label_smoothing = 0.1;
+          o.lse_square_scale = 1e-2;
+        }
+        expect_matches_reference<T>(p, o);
+      }
+    }
+  }
+}
+
+TEST(FlceForwardF64, AnEntropyOutputAloneChangesNoOtherResult) {
+  Problem const p = random_problem(17, 7, 29, 3u, true, false, 0.2);
+  ReferenceOptions const o;
+  FlceRun const with = run_tessel<double>(p, o);
+  Wanted without;
+  without.entropy = false;
+  FlceRun const plain = run_tessel<double>(p, o, 0, without);
+  EXPECT_EQ(with.loss, plain.loss);
+  EXPECT_EQ(with.grad_input, plain.grad_input);
+  EXPECT_EQ(with.grad_weight, plain.grad_weight);
+  for (double h : with.entropy) EXPECT_GE(h, 0.0);
 }
 
 // The causal-LM shift: sequences of 6 rows, every reduction, with ignored targets and every

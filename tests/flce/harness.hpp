@@ -73,14 +73,15 @@ std::vector<double> to_double(std::vector<T> const& v) {
 }
 
 struct FlceRun {
-  std::vector<double> loss, z_loss, grad_input, grad_weight, grad_bias, lse, target_logprob;
+  std::vector<double> loss, z_loss, grad_input, grad_weight, grad_bias, lse, target_logprob,
+      entropy;
   FlcePlan plan;
 };
 
 // Which outputs a run asks for.
 struct Wanted {
   bool loss = true, z_loss = true, grad_input = true, grad_weight = true, grad_bias = true;
-  bool lse = true, target_logprob = true;
+  bool lse = true, target_logprob = true, entropy = true;
 };
 
 // tessel's host forward on problem p (already rounded to T) with options o, on `executor`.
@@ -94,7 +95,8 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   auto cw = to_storage<T>(p.class_weights);
   std::vector<C> dy_rows(o.grad_output_rows.begin(), o.grad_output_rows.end());
   std::int64_t const loss_size = o.reduction == Reduction::none ? p.bt : 1;
-  std::vector<C> loss(loss_size), z(loss_size), dw(p.v * p.h), db(p.v), lse(p.bt), logp(p.bt);
+  std::vector<C> loss(loss_size), z(loss_size), dw(p.v * p.h), db(p.v), lse(p.bt), logp(p.bt),
+      entropy(p.bt);
   std::vector<T> dx(p.bt * p.h);
 
   Options<T> opt;
@@ -105,6 +107,7 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   opt.softcap = o.softcap;
   opt.temperature = o.temperature;
   opt.shift_sequence_length = o.shift_sequence_length;
+  opt.entropy_bonus = o.entropy_bonus;
   opt.grad_output = o.grad_output;
   opt.chunk_size = chunk_size;
   if (!p.bias.empty()) opt.bias = make_tensor(bias.data(), make_shape(p.v));
@@ -119,6 +122,7 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   if (wanted.grad_bias && !p.bias.empty()) out.grad_bias = make_tensor(db.data(), make_shape(p.v));
   if (wanted.lse) out.lse = make_tensor(lse.data(), make_shape(p.bt));
   if (wanted.target_logprob) out.target_logprob = make_tensor(logp.data(), make_shape(p.bt));
+  if (wanted.entropy) out.entropy = make_tensor(entropy.data(), make_shape(p.bt));
 
   FlceRun r;
   r.plan = forward(make_tensor(x.data(), make_shape(p.bt, p.h)),
@@ -131,6 +135,7 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   r.grad_bias = to_double(db);
   r.lse = to_double(lse);
   r.target_logprob = to_double(logp);
+  r.entropy = to_double(entropy);
   return r;
 }
 

@@ -32,6 +32,7 @@ struct ReferenceOptions {
   double softcap = 0;
   double temperature = 1;                  // raw logits are divided by it before the softcap
   std::int64_t shift_sequence_length = 0;  // causal shift: row i against target[i + 1]
+  double entropy_bonus = 0;                // each row's loss term gets -beta * H
   double grad_output = 1;
   std::vector<double> grad_output_rows;  // (BT) or empty
 };
@@ -40,7 +41,7 @@ struct ReferenceResult {
   std::vector<double> loss;    // (1) or (BT)
   std::vector<double> z_loss;  // same
   std::vector<double> grad_input, grad_weight, grad_bias;
-  std::vector<double> lse, target_logprob;  // (BT), 0 for ignored rows
+  std::vector<double> lse, target_logprob, entropy;  // (BT), 0 for ignored rows
 };
 
 // The targets each row is scored against: the causal shift written out (row i predicts
@@ -85,6 +86,15 @@ inline ReferenceResult reference(Problem const& original, ReferenceOptions const
     for (std::int64_t j = 0; j < v; ++j) logp[i * v + j] = z[i * v + j] - lse[i];
   }
 
+  // H_i = -sum_j p_j logp_j, and the softmax mean of z, E_i = sum_j p_j z_j (= lse - H).
+  std::vector<double> entropy(bt, 0.0), mean_z(bt, 0.0);
+  for (std::int64_t i = 0; i < bt; ++i)
+    for (std::int64_t j = 0; j < v; ++j) {
+      double const pj = std::exp(logp[i * v + j]);
+      entropy[i] -= pj * logp[i * v + j];
+      mean_z[i] += pj * z[i * v + j];
+    }
+
   // PyTorch: nll_i = -w[t] logp[t]; smooth_i = -sum_j w_j logp_j; both 0 for ignored rows.
   std::vector<double> nll(bt, 0.0), smooth(bt, 0.0), zl(bt, 0.0);
   double target_weight_sum = 0;
@@ -107,20 +117,27 @@ inline ReferenceResult reference(Problem const& original, ReferenceOptions const
     bool const ignored = p.target[i] == o.ignore_index;
     r.lse.push_back(ignored ? 0.0 : lse[i]);
     r.target_logprob.push_back(ignored ? 0.0 : logp[i * v + p.target[i]]);
+    r.entropy.push_back(ignored ? 0.0 : entropy[i]);
   }
+  // The entropy bonus joins the cross-entropy term (same reduction).
+  std::vector<double> bonus(bt, 0.0);
+  for (std::int64_t i = 0; i < bt; ++i)
+    if (p.target[i] != o.ignore_index) bonus[i] = -o.entropy_bonus * entropy[i];
   if (o.reduction == Reduction::none) {
     for (std::int64_t i = 0; i < bt; ++i) {
-      r.loss.push_back((1 - eps) * nll[i] + eps / static_cast<double>(v) * smooth[i] + zl[i]);
+      r.loss.push_back((1 - eps) * nll[i] + eps / static_cast<double>(v) * smooth[i] + bonus[i] +
+                       zl[i]);
       r.z_loss.push_back(zl[i]);
     }
   } else {
-    double nll_sum = 0, smooth_sum = 0, z_sum = 0;
+    double nll_sum = 0, smooth_sum = 0, z_sum = 0, bonus_sum = 0;
     for (std::int64_t i = 0; i < bt; ++i) {
       nll_sum += nll[i];
       smooth_sum += smooth[i];
       z_sum += zl[i];
+      bonus_sum += bonus[i];
     }
-    double ce = (1 - eps) * nll_sum + eps / static_cast<double>(v) * smooth_sum;
+    double ce = (1 - eps) * nll_sum + eps / static_cast<double>(v) * smooth_sum + bonus_sum;
     if (o.reduction == Reduction::mean) {
       ce *= inv_w;
       z_sum *= inv_n;
@@ -144,8 +161,11 @@ inline ReferenceResult reference(Problem const& original, ReferenceOptions const
       double const d_nll = cw(t) * (pj - (j == t ? 1.0 : 0.0));
       double const d_smooth = weight_total * pj - cw(j);
       double const d_z = 2 * o.lse_square_scale * lse[i] * pj;
+      // d(-beta H)/dz_j = beta p_j (z_j - E[z]).
+      double const d_bonus = o.entropy_bonus * pj * (z[i * v + j] - mean_z[i]);
       double dz =
-          ce_scale * ((1 - eps) * d_nll + eps / static_cast<double>(v) * d_smooth) + z_scale * d_z;
+          ce_scale * ((1 - eps) * d_nll + eps / static_cast<double>(v) * d_smooth + d_bonus) +
+          z_scale * d_z;
       if (o.softcap > 0) {
         double const th = std::tanh(raw[i * v + j] / o.softcap);
         dz *= 1 - th * th;

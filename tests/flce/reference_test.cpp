@@ -46,6 +46,7 @@ TEST(FlceReference, GradientsAgreeWithFiniteDifferences) {
     o.lse_square_scale = 0.05;
     o.softcap = 1.5;
     o.temperature = 0.6;
+    o.entropy_bonus = 0.2;
     o.grad_output = 0.75;
     if (r == Reduction::none) o.grad_output_rows = {1.0, -2.0, 0.5, 3.0, 0.0, 1.5};
     ReferenceResult const g = reference(p, o);

@@ -4,6 +4,7 @@
 // run-time plans, and the online-softmax combination.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -245,6 +246,33 @@ TEST(RowSoftmaxOp, CombiningTwoHalvesGivesTheWholeRow) {
     EXPECT_NEAR(r.first.sum, whole.first.sum, 1e-15);
     EXPECT_NEAR(r.second, whole.second, 1e-15);
   }
+}
+
+// The entropy's reduction: logsumexp and the softmax mean of z in one pass. Element by element,
+// any split into two partials combined, and -inf elements (exp 0) give the direct formulas.
+TEST(SoftmaxMomentOp, UpdatesAndCombinedHalvesGiveLogsumexpAndTheSoftmaxMean) {
+  std::vector<double> const z = {0.5, -1.0, 4.0, -INFINITY, 2.0, 3.5, -7.0};
+  double m = -INFINITY, s = 0, e = 0;
+  for (double x : z) m = std::max(m, x);
+  for (double x : z) s += std::exp(x - m);
+  for (double x : z)
+    if (x > -INFINITY) e += std::exp(x - m) * x / s;
+  double const lse = m + std::log(s);
+  exec::SoftmaxMomentOp<double> const op{};
+  auto run = [&](std::size_t from, std::size_t to) {
+    auto st = op.identity();
+    for (std::size_t j = from; j < to; ++j) st = op.update(st, z[j], static_cast<index_t>(j));
+    return st;
+  };
+  for (std::size_t cut = 0; cut <= z.size(); ++cut) {
+    for (auto st : {op(run(0, cut), run(cut, z.size())), op(run(cut, z.size()), run(0, cut))}) {
+      auto const r = op.finalize(st, static_cast<index_t>(z.size()));
+      EXPECT_NEAR(r.first, lse, 1e-14) << "cut " << cut;
+      EXPECT_NEAR(r.second, e, 1e-14) << "cut " << cut;
+    }
+  }
+  auto const empty = op.finalize(op(op.identity(), op.identity()), 0);
+  EXPECT_EQ(empty.first, -INFINITY);  // no element: logsumexp -inf, as exec's logsumexp
 }
 
 }  // namespace

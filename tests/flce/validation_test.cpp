@@ -157,6 +157,8 @@ TEST(FlceValidation, RejectsBadOptions) {
   expect_rejected([](Call&, auto& o, auto&) { o.shift_sequence_length = -1; },
                   "shift_sequence_length must be 0 (no shift) or divide input's 8 rows into "
                   "whole sequences, got -1.");
+  expect_rejected([](Call&, auto& o, auto&) { o.entropy_bonus = INFINITY; },
+                  "entropy_bonus must be finite, got inf.");
   expect_rejected([](Call&, auto& o, auto&) { o.temperature = 0; },
                   "temperature must be finite and > 0, got 0.");
   expect_rejected([](Call&, auto& o, auto&) { o.temperature = std::nan(""); },
@@ -207,6 +209,9 @@ TEST(FlceValidation, RejectsOutputsOfTheWrongShape) {
   expect_rejected([](Call& c, auto&,
                      auto& out) { out.target_logprob = make_tensor(c.z.data(), make_shape(1)); },
                   "target_logprob has 1 element but input's rows are 8.");
+  expect_rejected(
+      [](Call& c, auto&, auto& out) { out.entropy = make_tensor(c.z.data(), make_shape(2)); },
+      "entropy has 2 elements but input's rows are 8.");
   expect_rejected([](Call& c, auto&,
                      auto& out) { out.grad_input = make_tensor(c.dx.data(), make_shape(8, 4)); },
                   "grad_input has shape (8,4) but input has shape (8,5).");

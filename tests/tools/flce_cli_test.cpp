@@ -125,11 +125,12 @@ TEST_F(FlceCli, RoundTripsEveryDtypeAndReductionWithAllOptions) {
           run("flce --input " + x + " --weight " + w + " --target " + path("y.npy") + " --bias " +
                   b + " --class-weights " + cw + " --reduction " + red +
                   " --label-smoothing 0.1 --lse-square-scale 0.01 --softcap 3 --grad-output 0.5" +
-                  " --temperature 0.8 --dtype " + tol.dtype + " --loss-out " +
+                  " --temperature 0.8 --entropy-bonus 0.1 --dtype " + tol.dtype + " --loss-out " +
                   path("out_loss.npy") + " --z-loss-out " + path("out_z.npy") +
                   " --grad-input-out " + path("out_dx.npy") + " --grad-weight-out " +
                   path("out_dw.npy") + " --grad-bias-out " + path("out_db.npy") + " --lse-out " +
-                  path("out_lse.npy") + " --target-logprob-out " + path("out_logp.npy"),
+                  path("out_lse.npy") + " --target-logprob-out " + path("out_logp.npy") +
+                  " --entropy-out " + path("out_entropy.npy"),
               err);
       ASSERT_EQ(status, 0) << err;
       Problem q = p;
@@ -141,6 +142,7 @@ TEST_F(FlceCli, RoundTripsEveryDtypeAndReductionWithAllOptions) {
       o.lse_square_scale = 0.01;
       o.softcap = 3;
       o.temperature = 0.8;
+      o.entropy_bonus = 0.1;
       o.grad_output = 0.5;
       ReferenceResult const want = reference(q, o);
       DType const out = std::string(tol.dtype) == "f64" ? DType::f64 : DType::f32;
@@ -156,6 +158,7 @@ TEST_F(FlceCli, RoundTripsEveryDtypeAndReductionWithAllOptions) {
       EXPECT_TRUE(all_close(read("out_lse.npy", {37}, out), want.lse, tol.atol, tol.rtol));
       EXPECT_TRUE(
           all_close(read("out_logp.npy", {37}, out), want.target_logprob, tol.atol, tol.rtol));
+      EXPECT_TRUE(all_close(read("out_entropy.npy", {37}, out), want.entropy, tol.atol, tol.rtol));
     }
   }
 }

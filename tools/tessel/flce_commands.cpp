@@ -78,12 +78,12 @@ struct FlceOptions {
   std::string reduction = "mean";
   std::string ignore_index = "-100";
   std::string label_smoothing = "0", lse_square_scale = "0", softcap = "0", temperature = "1";
-  std::string shift_sequence_length = "0";
+  std::string shift_sequence_length = "0", entropy_bonus = "0";
   std::string dtype = "f32";
   std::string grad_output;
   std::string device = "host";
   std::string loss_out, z_loss_out, grad_input_out, grad_weight_out, grad_bias_out, lse_out,
-      target_logprob_out;
+      target_logprob_out, entropy_out;
 };
 
 // A float32/float64 array of the given rank, read from `path` (named by `option` in errors).
@@ -205,6 +205,7 @@ void run_host(FlceJob<T>& job) {
   o.softcap = job.softcap;
   o.temperature = job.temperature;
   o.shift_sequence_length = job.shift_sequence_length;
+  o.entropy_bonus = job.entropy_bonus;
   o.grad_output = job.grad_output;
   if (!job.bias.empty()) o.bias = make_tensor(job.bias.data(), make_shape(job.vocab));
   if (!job.class_weights.empty())
@@ -223,6 +224,7 @@ void run_host(FlceJob<T>& job) {
   if (job.want_lse) out.lse = make_tensor(job.lse.data(), make_shape(job.bt));
   if (job.want_target_logprob)
     out.target_logprob = make_tensor(job.target_logprob.data(), make_shape(job.bt));
+  if (job.want_entropy) out.entropy = make_tensor(job.entropy.data(), make_shape(job.bt));
   flce::forward(
       make_tensor(static_cast<T const*>(job.input.data()), make_shape(job.bt, job.hidden)),
       make_tensor(static_cast<T const*>(job.weight.data()), make_shape(job.vocab, job.hidden)),
@@ -256,6 +258,7 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   job.softcap = parse_number(o.softcap, "--softcap");
   job.temperature = parse_number(o.temperature, "--temperature");
   job.shift_sequence_length = parse_integer(o.shift_sequence_length, "--shift-sequence-length");
+  job.entropy_bonus = parse_number(o.entropy_bonus, "--entropy-bonus");
   job.grad_output = grad_output;
   job.want_z_loss = !o.z_loss_out.empty();
   job.want_grad_input = !o.grad_input_out.empty();
@@ -263,6 +266,7 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   job.want_grad_bias = !o.grad_bias_out.empty();
   job.want_lse = !o.lse_out.empty();
   job.want_target_logprob = !o.target_logprob_out.empty();
+  job.want_entropy = !o.entropy_out.empty();
   if (job.want_grad_bias && !bias)
     throw_error("--grad-bias-out needs --bias: there is no bias to differentiate.");
   if (grad_rows && job.reduction != flce::Reduction::none)
@@ -288,6 +292,7 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   if (job.want_grad_bias) job.grad_bias.assign(job.vocab, C(0));
   if (job.want_lse) job.lse.assign(job.bt, C(0));
   if (job.want_target_logprob) job.target_logprob.assign(job.bt, C(0));
+  if (job.want_entropy) job.entropy.assign(job.bt, C(0));
   if (cuda) {
 #if defined(TESSEL_CLI_CUDA)
     run_flce_cuda(job);
@@ -314,6 +319,8 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   if (job.want_lse) files.add(o.lse_out, out_dtype, {job.bt}, output_bytes<Out>(job.lse));
   if (job.want_target_logprob)
     files.add(o.target_logprob_out, out_dtype, {job.bt}, output_bytes<Out>(job.target_logprob));
+  if (job.want_entropy)
+    files.add(o.entropy_out, out_dtype, {job.bt}, output_bytes<Out>(job.entropy));
   files.commit();
 }
 
@@ -333,7 +340,8 @@ void run_flce(FlceOptions const& o) {
       {"--grad-weight-out", &o.grad_weight_out},
       {"--grad-bias-out", &o.grad_bias_out},
       {"--lse-out", &o.lse_out},
-      {"--target-logprob-out", &o.target_logprob_out}};
+      {"--target-logprob-out", &o.target_logprob_out},
+      {"--entropy-out", &o.entropy_out}};
   for (std::size_t i = 0; i < outputs.size(); ++i)
     for (std::size_t k = i + 1; k < outputs.size(); ++k)
       if (!outputs[i].second->empty() && *outputs[i].second == *outputs[k].second)
@@ -426,6 +434,9 @@ void add_flce_commands(CLI::App& app) {
   cmd->add_option("--softcap", o->softcap, "c in c*tanh(logits/c); 0: off")->capture_default_str();
   cmd->add_option("--temperature", o->temperature, "Logits are divided by it first (> 0)")
       ->capture_default_str();
+  cmd->add_option("--entropy-bonus", o->entropy_bonus,
+                  "beta: each row's loss gets -beta * entropy (PPO's entropy coefficient)")
+      ->capture_default_str();
   cmd->add_option("--shift-sequence-length", o->shift_sequence_length,
                   "Causal shift: rows are sequences of this length, row i scored against "
                   "target i+1; 0: off")
@@ -442,6 +453,8 @@ void add_flce_commands(CLI::App& app) {
   cmd->add_option("--lse-out", o->lse_out, "(BT,) .npy: each row's log-sum-exp (0 if ignored)");
   cmd->add_option("--target-logprob-out", o->target_logprob_out,
                   "(BT,) .npy: each row's log p(target) (0 if ignored)");
+  cmd->add_option("--entropy-out", o->entropy_out,
+                  "(BT,) .npy: each row's softmax entropy (0 if ignored)");
   cmd->callback([o] { run_flce(*o); });
 }
 

@@ -5,17 +5,19 @@
       writes DIR/x.npy (BT, H), w.npy (V, H), b.npy (V,), cw.npy (V,) as float64 and y.npy (BT,)
       as int64 (two rows are -100, the default ignore_index)
   flce_crosscheck.py compare DIR [--reduction mean] [--label-smoothing a] [--lse-square-scale s]
-                     [--softcap c] [--temperature T] [--shift-sequence-length S] [--bias]
+                     [--softcap c] [--temperature T] [--shift-sequence-length S]
+                     [--entropy-bonus beta] [--bias]
                      [--class-weights] [--backend torch|python]
       recomputes loss, grad_input, grad_weight (and grad_bias) from DIR's inputs and prints the
       largest difference from tessel's DIR/loss.npy, dx.npy, dw.npy (db.npy), and from
-      DIR/lse.npy and logp.npy (the per-row log-sum-exp and target log-probability) when they
-      exist; with --tolerance t, exits with status 1 when a difference exceeds
+      DIR/lse.npy, logp.npy and entropy.npy (the per-row log-sum-exp, target log-probability and
+      softmax entropy) when they exist; with --tolerance t, exits with status 1 when a difference exceeds
       t * max(1, max |reference|)
 
 The torch backend is PyTorch itself: F.cross_entropy on (input @ weight.T + bias) / T
 (softcapped), against the targets shifted within sequences of S rows (labels[..., 1:], the last
-row of each sequence ignored), plus Liger-Kernel's z-loss, differentiated by autograd. The python backend (the default when
+row of each sequence ignored), plus Liger-Kernel's z-loss and minus beta times each non-ignored
+row's softmax entropy (reduced like the cross-entropy), differentiated by autograd. The python backend (the default when
 PyTorch is missing) is the same definition written out in plain Python: it needs nothing beyond
 the standard library, .npy reading and writing included.
 """
@@ -73,7 +75,7 @@ def shifted(y, sequence_length, ignore):
     return [ignore if (i + 1) % sequence_length == 0 else y[i + 1] for i in range(len(y))]
 
 
-def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0):
+def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, beta=0.0):
     bt, h, v = len(x), len(x[0]), len(w)
     weight = cw if cw is not None else [1.0] * v
     raw = [[(sum(x[i][k] * w[j][k] for k in range(h)) + (b[j] if b else 0.0)) / temp
@@ -84,10 +86,13 @@ def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0):
     wsum = sum(weight[y[i]] for i in kept)
     n = len(kept)
     per_row, per_z = [0.0] * bt, [0.0] * bt
+    p_ = [[math.exp(e - lse[i]) for e in z[i]] for i in range(bt)]
+    mean_z = [sum(p_[i][j] * z[i][j] for j in range(v)) for i in range(bt)]
+    ent = [lse[i] - mean_z[i] for i in range(bt)]
     for i in kept:
         nll = -weight[y[i]] * (z[i][y[i]] - lse[i])
         smooth = -sum(weight[j] * (z[i][j] - lse[i]) for j in range(v))
-        per_row[i] = (1 - eps) * nll + eps / v * smooth
+        per_row[i] = (1 - eps) * nll + eps / v * smooth - beta * ent[i]
         per_z[i] = s * lse[i] ** 2
     if reduction == "none":
         loss = [per_row[i] + per_z[i] for i in range(bt)]
@@ -103,7 +108,8 @@ def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0):
         t = y[i]
         for j in range(v):
             p = math.exp(z[i][j] - lse[i])
-            d = ce_scale * ((1 - eps) * weight[t] * (p - (j == t)) + eps / v * (total_w * p - weight[j]))
+            d = ce_scale * ((1 - eps) * weight[t] * (p - (j == t)) + eps / v * (total_w * p - weight[j])
+                            + beta * p * (z[i][j] - mean_z[i]))
             d += z_scale * 2 * s * lse[i] * p
             if cap > 0:
                 d *= 1 - math.tanh(raw[i][j] / cap) ** 2
@@ -113,10 +119,11 @@ def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0):
     db = [sum(g[i][j] for i in range(bt)) for j in range(v)]
     lse_out = [lse[i] if y[i] != ignore else 0.0 for i in range(bt)]
     logp = [z[i][y[i]] - lse[i] if y[i] != ignore else 0.0 for i in range(bt)]
-    return loss, dx, dw, db, lse_out, logp
+    entropy = [ent[i] if y[i] != ignore else 0.0 for i in range(bt)]
+    return loss, dx, dw, db, lse_out, logp, entropy
 
 
-def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0):
+def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, beta=0.0):
     import torch
     import torch.nn.functional as F
     xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
@@ -130,14 +137,23 @@ def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0):
     loss = F.cross_entropy(logits, yt, weight=cwt, ignore_index=ignore, reduction=reduction,
                            label_smoothing=eps)
     kept = yt != ignore
+    if beta != 0.0:
+        # The entropy bonus, reduced like the cross-entropy (mean: over the target weights' sum).
+        ent = -(torch.softmax(logits, -1) * torch.log_softmax(logits, -1)).sum(-1) * kept
+        wt_sum = (cwt[yt.clamp(min=0)] * kept).sum() if cwt is not None else kept.sum()
+        loss = loss - beta * (ent if reduction == "none"
+                              else ent.sum() / (wt_sum if reduction == "mean" else 1))
     z = s * torch.logsumexp(logits, dim=-1) ** 2 * kept
     loss = loss + (z if reduction == "none" else z.sum() / (kept.sum() if reduction == "mean" else 1))
     loss.sum().backward()
     as_list = lambda t: t.detach().tolist()
     lse = torch.logsumexp(logits.detach(), dim=-1)
     logp = torch.log_softmax(logits.detach(), dim=-1).gather(1, yt.clamp(min=0)[:, None])[:, 0]
+    ld = logits.detach()
+    entropy = -(torch.softmax(ld, -1) * torch.log_softmax(ld, -1)).sum(-1)
     return ([loss.item()] if loss.dim() == 0 else as_list(loss), as_list(xt.grad), as_list(wt.grad),
-            as_list(bt.grad) if bt is not None else [], as_list(lse * kept), as_list(logp * kept))
+            as_list(bt.grad) if bt is not None else [], as_list(lse * kept), as_list(logp * kept),
+            as_list(entropy * kept))
 
 
 # ---- commands ----
@@ -173,16 +189,17 @@ def compare(a):
             backend = "python"
     f = reference_torch if backend == "torch" else reference_python
     y = shifted(y, a.shift_sequence_length, a.ignore_index)
-    loss, dx, dw, db, lse, logp = f(rows(x, xs), rows(w, ws), y, b, cw, a.reduction,
-                                    a.label_smoothing, a.lse_square_scale, a.softcap,
-                                    a.ignore_index, a.temperature)
+    loss, dx, dw, db, lse, logp, entropy = f(rows(x, xs), rows(w, ws), y, b, cw, a.reduction,
+                                             a.label_smoothing, a.lse_square_scale, a.softcap,
+                                             a.ignore_index, a.temperature, a.entropy_bonus)
     print(f"reference: {backend}, float64")
     flat = lambda m: [e for r in m for e in r]
     checks = [("loss", loss, "loss.npy"), ("grad_input", flat(dx), "dx.npy"),
               ("grad_weight", flat(dw), "dw.npy")]
     if a.bias:
         checks.append(("grad_bias", db, "db.npy"))
-    for name, want, file in (("lse", lse, "lse.npy"), ("target_logprob", logp, "logp.npy")):
+    for name, want, file in (("lse", lse, "lse.npy"), ("target_logprob", logp, "logp.npy"),
+                             ("entropy", entropy, "entropy.npy")):
         if os.path.exists(os.path.join(a.dir, file)):
             checks.append((name, want, file))
     failed = False
@@ -218,6 +235,7 @@ def main():
     c.add_argument("--softcap", type=float, default=0.0)
     c.add_argument("--temperature", type=float, default=1.0)
     c.add_argument("--shift-sequence-length", type=int, default=0)
+    c.add_argument("--entropy-bonus", type=float, default=0.0)
     c.add_argument("--bias", action="store_true")
     c.add_argument("--class-weights", action="store_true")
     c.add_argument("--backend", choices=["torch", "python"])

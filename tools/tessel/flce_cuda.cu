@@ -47,6 +47,7 @@ void run_flce_cuda(FlceJob<T>& job) {
   auto const db = to_device(job.grad_bias, stream);
   auto const lse = to_device(job.lse, stream);
   auto const logp = to_device(job.target_logprob, stream);
+  auto const entropy = to_device(job.entropy, stream);
 
   flce::Options<T, DeviceSpace> o;
   o.reduction = job.reduction;
@@ -56,6 +57,7 @@ void run_flce_cuda(FlceJob<T>& job) {
   o.softcap = job.softcap;
   o.temperature = job.temperature;
   o.shift_sequence_length = job.shift_sequence_length;
+  o.entropy_bonus = job.entropy_bonus;
   o.grad_output = job.grad_output;
   if (!job.bias.empty())
     o.bias = make_device_tensor(static_cast<T const*>(bias.data()), make_shape(job.vocab));
@@ -74,6 +76,7 @@ void run_flce_cuda(FlceJob<T>& job) {
   if (job.want_lse) out.lse = make_device_tensor(lse.data(), make_shape(job.bt));
   if (job.want_target_logprob)
     out.target_logprob = make_device_tensor(logp.data(), make_shape(job.bt));
+  if (job.want_entropy) out.entropy = make_device_tensor(entropy.data(), make_shape(job.bt));
   flce::forward(
       make_device_tensor(static_cast<T const*>(x.data()), make_shape(job.bt, job.hidden)),
       make_device_tensor(static_cast<T const*>(w.data()), make_shape(job.vocab, job.hidden)),
@@ -86,6 +89,7 @@ void run_flce_cuda(FlceJob<T>& job) {
   gpu::copy_to_host(flat(job.grad_bias), db, stream);
   gpu::copy_to_host(flat(job.lse), lse, stream);
   gpu::copy_to_host(flat(job.target_logprob), logp, stream);
+  gpu::copy_to_host(flat(job.entropy), entropy, stream);
   stream.synchronize();
 }
 

@@ -125,10 +125,12 @@ void with_plan(X const& input, W const& weight, index_t forced_chunk, F&& f) {
 
 template <class C>
 RowConstants<C> row_constants(double label_smoothing, double lse_square_scale, double softcap,
-                              double temperature, index_t ignore_index, index_t vocab,
-                              double class_weight_sum) {
+                              double temperature, double entropy_bonus, bool entropy_wanted,
+                              index_t ignore_index, index_t vocab, double class_weight_sum) {
   RowConstants<C> k;
   k.inv_temperature = static_cast<C>(1.0 / temperature);
+  k.entropy_bonus = static_cast<C>(entropy_bonus);
+  k.entropy = entropy_wanted || entropy_bonus != 0.0;
   k.ignore_index = ignore_index;
   k.one_minus_smoothing = static_cast<C>(1.0 - label_smoothing);
   k.smoothing_per_class = static_cast<C>(label_smoothing / static_cast<double>(vocab));

@@ -133,13 +133,16 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
   body.grad_output = o.grad_output;
   body.scales = loss_scales(check.summary, o.reduction);
   body.k = detail::row_constants<C>(o.label_smoothing, o.lse_square_scale, o.softcap, o.temperature,
-                                    o.ignore_index, v, check.summary.class_weight_sum);
+                                    o.entropy_bonus, out.entropy.present, o.ignore_index, v,
+                                    check.summary.class_weight_sum);
   body.row_ce = row_ce;
   body.row_z = row_z;
   body.lse = out.lse.present ? out.lse.data : nullptr;
   body.lse_stride = out.lse.stride;
   body.target_logprob = out.target_logprob.present ? out.target_logprob.data : nullptr;
   body.target_logprob_stride = out.target_logprob.stride;
+  body.entropy = out.entropy.present ? out.entropy.data : nullptr;
+  body.entropy_stride = out.entropy.stride;
 
   // The weight as the GEMMs read it: the caller's memory, or a widened copy made once.
   A const* w_data = nullptr;

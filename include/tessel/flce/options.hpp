@@ -26,6 +26,11 @@ struct Options {
   // The sampling temperature of RL-style training (GRPO, PPO): logits are divided by it before
   // the softcap and the softmax, and the gradients carry the 1 / temperature. Finite and > 0.
   double temperature = 1.0;
+  // The entropy bonus of PPO-style objectives: each non-ignored row's loss term gets
+  // -entropy_bonus * H, H the entropy of the row's softmax (after temperature and softcap),
+  // reduced like the cross-entropy (mean: divided by the sum of the non-ignored targets' class
+  // weights, the row count without class weights), with its gradient. Finite; 0: off.
+  double entropy_bonus = 0.0;
   // (V) PyTorch's `weight`: a rescaling weight per class. Mean divides by the sum of the
   // non-ignored targets' weights.
   VectorArg<T const, Space> class_weights{};
@@ -71,6 +76,9 @@ struct Outputs {
   // loss is -target_logprob, so grad_output_rows = -advantages gives d(sum_i A_i logp_i).
   VectorArg<accum_t<T>, Space> lse{};
   VectorArg<accum_t<T>, Space> target_logprob{};
+  // (BT) each row's softmax entropy H = lse - sum_j p_j z_j (0 for ignored rows); asking for it
+  // costs one more multiply-add per logit in the row pass (also paid with an entropy bonus).
+  VectorArg<accum_t<T>, Space> entropy{};
 
   constexpr bool wants_gradients() const {
     return grad_input.present || grad_weight.present || grad_bias.present;

@@ -38,6 +38,8 @@ struct RowConstants {
   C lse_square_scale = 0;     // s
   C softcap = 0;              // c; 0 turns the softcap off
   C inv_temperature = 1;      // 1 / T, applied to the raw logit before the softcap
+  C entropy_bonus = 0;        // beta: each row's loss term gets -beta * H
+  bool entropy = false;       // compute H (an entropy output, or a bonus)
   C class_weight_sum = 0;     // W = sum_j w_j (V without class weights)
   bool smoothing = false;     // e > 0: accumulate sum_j w_j z_j
 };
@@ -62,6 +64,7 @@ struct RowLoss {
   C z = 0;               // lse_square_scale * lse^2
   C lse = 0;             // log sum_j exp(z_j)
   C target_logprob = 0;  // z_t - lse
+  C entropy = 0;         // H = lse - sum_j p_j z_j
 };
 
 // With label smoothing the row reduces (z_j, w_j z_j) with this: the online logsumexp of the
@@ -107,17 +110,20 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
   C const w_t = class_weight(target);
   C const z_t = cap(raw_logit(target));
 
-  // The reduction then the epilogue, compiled once with label smoothing and once without: a row
-  // without smoothing reduces its logits with exec's logsumexp alone, with it the logsumexp
-  // paired with the sum of w_j z_j (RowSoftmaxOp), so neither pays for the other's work per
-  // element. The epilogue: g_j = (a + b W + zc) p_j - a [j = t] - b w_j, times the softcap's
-  // derivative; the target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in
-  // 16 bits. A loss-only pass writes nothing (its empty loop is dropped): one reduction site for
-  // both cases keeps the row one inlined loop nest.
+  // The reduction then the epilogue, compiled with and without label smoothing and with and
+  // without the entropy: a plain row reduces its logits with exec's logsumexp alone; smoothing
+  // pairs it with the sum of w_j z_j (RowSoftmaxOp); the entropy replaces it with the softmax
+  // moments (lse and sum_j p_j z_j), so no row pays for work it does not need per element. The
+  // epilogue: g_j = (a + b W + zc) p_j - a [j = t] - b w_j, times the softcap's derivative; the
+  // target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in 16 bits. A
+  // loss-only pass writes nothing (its empty loop is dropped): one reduction site for both cases
+  // keeps the row one inlined loop nest.
   bool const writes = r.grad != nullptr;
-  auto row = [&](auto smoothing_tag) {
+  auto row = [&](auto smoothing_tag, auto entropy_tag) {
     constexpr bool smoothing = decltype(smoothing_tag)::value;
-    using Op = std::conditional_t<smoothing, RowSoftmaxOp<C>, exec::LogSumExpOp<C>>;
+    constexpr bool entropy = decltype(entropy_tag)::value;
+    using Main = std::conditional_t<entropy, exec::SoftmaxMomentOp<C>, exec::LogSumExpOp<C>>;
+    using Op = std::conditional_t<smoothing, exec::PairOp<Main, exec::SumOp<C>>, Main>;
     auto element = [&](index_t j) {
       C const z = cap(raw_logit(j));
       if constexpr (smoothing)
@@ -125,25 +131,46 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
       else
         return z;
     };
-    auto lse_of = [](auto const& s) {
+    // The main reduction's result (lse, or (lse, sum_j p_j z_j)) and the smoothing sum.
+    auto main_of = [](auto const& s) {
       if constexpr (smoothing)
         return s.first;
       else
         return s;
     };
+    auto lse_of = [&](auto const& s) {
+      if constexpr (entropy)
+        return main_of(s).first;
+      else
+        return main_of(s);
+    };
+    auto mean_of = [&](auto const& s) {
+      if constexpr (entropy)
+        return main_of(s).second;
+      else
+        return C(0);
+    };
     auto gradient = [&](auto const& s) {
       C const lse = lse_of(s);
-      // d z / d raw carries 1 / T: folded into the three coefficients.
+      C const mean = mean_of(s);
+      // d z / d raw carries 1 / T: folded into the coefficients. The entropy bonus -beta H has
+      // d/dz_j = beta p_j (z_j - sum_k p_k z_k), scaled like the cross-entropy.
       C const a = ce_grad_scale * w_t * k.one_minus_smoothing * k.inv_temperature;
       C const b = ce_grad_scale * k.smoothing_per_class * k.inv_temperature;
       C const zc = z_grad_scale * C(2) * k.lse_square_scale * lse * k.inv_temperature;
+      C const eh = ce_grad_scale * k.entropy_bonus * k.inv_temperature;
       C const p_coefficient = a + b * k.class_weight_sum + zc;
-      return [&, lse, a, b, p_coefficient](index_t j) {
+      return [&, lse, mean, a, b, eh, p_coefficient](index_t j) {
         if (!writes) return;
         C const x = raw_logit(j);
         C const t = capped ? math::tanh(x / k.softcap) : C(0);
         C const z = capped ? k.softcap * t : x;
-        C g = p_coefficient * math::exp(z - lse);
+        C const p = math::exp(z - lse);
+        C g;
+        if constexpr (entropy)
+          g = (p_coefficient + eh * (z - mean)) * p;
+        else
+          g = p_coefficient * p;
         if (j == target) g -= a;
         if constexpr (smoothing) g -= b * class_weight(j);
         if (capped) g *= C(1) - t * t;
@@ -156,12 +183,20 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
     loss.ce = w_t * k.one_minus_smoothing * (lse - z_t);
     if constexpr (smoothing)
       loss.ce += k.smoothing_per_class * (k.class_weight_sum * lse - s.second);
+    if constexpr (entropy) {
+      loss.entropy = lse - mean_of(s);
+      loss.ce -= k.entropy_bonus * loss.entropy;
+    }
     loss.z = k.lse_square_scale * lse * lse;
     loss.lse = lse;
     loss.target_logprob = z_t - lse;
     return loss;
   };
-  return k.smoothing ? row(std::true_type{}) : row(std::false_type{});
+  if (k.entropy)
+    return k.smoothing ? row(std::true_type{}, std::true_type{})
+                       : row(std::false_type{}, std::true_type{});
+  return k.smoothing ? row(std::true_type{}, std::false_type{})
+                     : row(std::false_type{}, std::false_type{});
 }
 
 // The row body of one chunk, for exec::for_each_row: row i of the chunk is row first_row + i of
@@ -194,6 +229,8 @@ struct ChunkRows {
   index_t lse_stride = 1;
   C* target_logprob = nullptr;  // (BT) Outputs::target_logprob, or null
   index_t target_logprob_stride = 1;
+  C* entropy = nullptr;  // (BT) Outputs::entropy, or null
+  index_t entropy_stride = 1;
   index_t first_row = 0;
 
   template <class Ctx>
@@ -221,6 +258,7 @@ struct ChunkRows {
       row_z[row] = l.z;
       if (lse != nullptr) lse[row * lse_stride] = l.lse;
       if (target_logprob != nullptr) target_logprob[row * target_logprob_stride] = l.target_logprob;
+      if (entropy != nullptr) entropy[row * entropy_stride] = l.entropy;
     }
   }
 };

@@ -74,6 +74,8 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
     fail(sentence("softcap must be finite and >= 0 (0 turns it off), got ", o.softcap, "."));
   if (!(std::isfinite(o.temperature) && o.temperature > 0.0))
     fail(sentence("temperature must be finite and > 0, got ", o.temperature, "."));
+  if (!std::isfinite(o.entropy_bonus))
+    fail(sentence("entropy_bonus must be finite, got ", o.entropy_bonus, "."));
   if (!std::isfinite(o.grad_output))
     fail(sentence("grad_output must be finite, got ", o.grad_output, "."));
   if (o.shift_sequence_length < 0 || (o.shift_sequence_length > 0 && bt % o.shift_sequence_length))
@@ -104,6 +106,7 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
   check_loss(out.z_loss, "z_loss");
   check_vector_size(out.lse, "lse", bt, "input's rows are");
   check_vector_size(out.target_logprob, "target_logprob", bt, "input's rows are");
+  check_vector_size(out.entropy, "entropy", bt, "input's rows are");
   if (out.grad_input.present) {
     if (out.grad_input.rows != bt || out.grad_input.cols != h)
       fail(

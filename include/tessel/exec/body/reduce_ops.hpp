@@ -169,6 +169,55 @@ struct Pair {
   B second;
 };
 
+template <class T>
+struct MomentState {
+  T max;       // as LseState
+  T sum;       // sum of exp(x - shift(max))
+  T weighted;  // sum of exp(x - shift(max)) * x
+};
+
+// logsumexp and the softmax-weighted mean sum_i p_i x_i (p = softmax(x)) in one pass: the online
+// logsumexp with a second sum rescaled alongside. FLCE's entropy is lse - mean. An element whose
+// exponential is 0 (x = -inf) adds nothing to the weighted sum (not 0 * -inf).
+// @post finalize(state) == Pair{logsumexp(x), sum_i softmax(x)_i x_i} up to rounding
+template <class T>
+struct SoftmaxMomentOp {
+  using value_type = T;
+  static constexpr PacketForm packet_form = PacketForm::none;
+  static_assert(std::is_floating_point_v<T>, "tessel: softmax moments compute in a floating type.");
+  using state_type = MomentState<T>;
+
+  TESSEL_HOST_DEVICE static constexpr T shift(T m) { return LogSumExpOp<T>::shift(m); }
+  TESSEL_HOST_DEVICE static T weighted_term(T e, T x) { return e != T(0) ? e * x : T(0); }
+
+  TESSEL_HOST_DEVICE constexpr MomentState<T> identity() const {
+    return {-math::infinity<T>(), T(0), T(0)};
+  }
+  TESSEL_HOST_DEVICE MomentState<T> update(MomentState<T> s, T x, index_t) const {
+    if (x < s.max) {
+      T const e = math::exp(x - s.max);
+      s.sum += e;
+      s.weighted += weighted_term(e, x);
+      return s;
+    }
+    T const sh = shift(x);
+    T const f = math::exp(s.max - sh), e = math::exp(x - sh);
+    s.sum = s.sum * f + e;
+    s.weighted = s.weighted * f + weighted_term(e, x);
+    s.max = math::isnan(s.max) ? s.max : x;
+    return s;
+  }
+  TESSEL_HOST_DEVICE MomentState<T> operator()(MomentState<T> a, MomentState<T> b) const {
+    T const m = math::max(a.max, b.max);
+    T const sh = shift(m);
+    T const fa = math::exp(a.max - sh), fb = math::exp(b.max - sh);
+    return {m, a.sum * fa + b.sum * fb, a.weighted * fa + b.weighted * fb};
+  }
+  TESSEL_HOST_DEVICE Pair<T, T> finalize(MomentState<T> s, index_t) const {
+    return {shift(s.max) + math::log(s.sum), s.weighted / s.sum};
+  }
+};
+
 // Two reductions in one pass and one lane reduction: an element is a Pair (a, b); a goes to OpA,
 // b to OpB, and the state, the combination and the result are the pairs of theirs. FLCE's pass
 // over a row of logits is PairOp<LogSumExpOp<C>, SumOp<C>>: the online logsumexp of z_j and the
