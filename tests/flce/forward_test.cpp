@@ -109,46 +109,27 @@ TYPED_TEST(FlceForward, MatchesTheReferenceOnOddShapes) {
   }
 }
 
-// RL-style calls: a sampling temperature (alone, and under the softcap, smoothing and z-loss),
-// with the per-row lse and target log-probabilities, for every reduction.
-TYPED_TEST(FlceForward, AppliesTheTemperatureBeforeTheSoftcapAndGivesPerRowOutputs) {
+// RL-style options, each alone and under the softcap, smoothing, z-loss, bias and class weights,
+// for every reduction, against the reference (which also gives the per-row lse, target
+// log-probabilities and entropy): the sampling temperature (before the softcap), and the entropy
+// bonus with its gradient (beta of either sign).
+TYPED_TEST(FlceForward, MatchesTheReferenceWithTemperatureAndEntropyBonus) {
   using T = TypeParam;
-  for (double temperature : {0.7, 2.5}) {
+  struct Case {
+    double temperature, entropy_bonus;
+  };
+  for (Case c : {Case{0.7, 0}, Case{2.5, 0}, Case{1, 0.05}, Case{1, -0.3}, Case{1.3, 0.05}}) {
     for (bool others : {false, true}) {
       for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
-        SCOPED_TRACE(dtype_label<T>() + " T=" + std::to_string(temperature) +
-                     (others ? " with softcap, smoothing, z-loss " : " alone ") +
-                     std::string(reduction_name(r)));
-        Problem const p = random_problem(29, 17, 61, 31u, true, others, 0.2);
-        ReferenceOptions o;
-        o.reduction = r;
-        o.temperature = temperature;
-        if (others) {
-          o.softcap = 2.0;
-          o.label_smoothing = 0.1;
-          o.lse_square_scale = 1e-2;
-        }
-        expect_matches_reference<T>(p, o);
-      }
-    }
-  }
-}
-
-// The entropy bonus (PPO's entropy coefficient) with its gradient, alone and with every other
-// option, for every reduction; and an entropy output without a bonus leaves the loss as it was.
-TYPED_TEST(FlceForward, AddsTheEntropyBonusAndItsGradient) {
-  using T = TypeParam;
-  for (double bonus : {0.05, -0.3}) {
-    for (bool others : {false, true}) {
-      for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
-        SCOPED_TRACE(dtype_label<T>() + " beta=" + std::to_string(bonus) +
+        SCOPED_TRACE(dtype_label<T>() + " T=" + std::to_string(c.temperature) +
+                     " beta=" + std::to_string(c.entropy_bonus) +
                      (others ? " with every option " : " alone ") + std::string(reduction_name(r)));
-        Problem const p = random_problem(23, 13, 57, 91u, others, others, 0.2);
+        Problem const p = random_problem(29, 17, 61, 31u, others, others, 0.2);
         ReferenceOptions o;
         o.reduction = r;
-        o.entropy_bonus = bonus;
+        o.temperature = c.temperature;
+        o.entropy_bonus = c.entropy_bonus;
         if (others) {
-          o.temperature = 1.3;
           o.softcap = 2.5;
           o.label_smoothing = 0.1;
           o.lse_square_scale = 1e-2;
