@@ -10,7 +10,8 @@
 // was slower than its 1-thread run (docs/benchmarks.md, "Contention"). Here the caller claims
 // chunks like any worker and waits only for chunks that a worker has claimed; a worker that wakes
 // late finds nothing left and goes back to sleep. Idle workers spin briefly (a pass that follows
-// another finds them awake), then sleep on a futex (std::atomic::wait).
+// another finds them awake), then sleep on a futex (std::atomic::wait). After a fork the child
+// has no workers: its caller then runs every chunk itself.
 //
 // One pass runs at a time: a pass started while another runs (from a chunk of it, or from another
 // thread) runs serially on its caller, as a nested OpenMP region would. Inside an OpenMP parallel
@@ -109,8 +110,9 @@ class HostTeam {
     std::exception_ptr error;  // the first chunk's exception
   };
 
-  // About 20 microseconds of pause instructions: long enough that back-to-back passes find the
-  // workers awake, short enough that an idle worker soon leaves the core to others.
+  // 2000 pause instructions (tens of microseconds; a pause costs 10 to 140 cycles by core): long
+  // enough that back-to-back passes find the workers awake, short enough that an idle worker
+  // soon leaves the core to others.
   static constexpr int spin_limit = 2000;
 
   HostTeam() = default;
