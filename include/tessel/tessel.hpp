@@ -20,6 +20,7 @@
 #include "core/select.hpp"
 #include "core/shape.hpp"
 #include "core/tuple.hpp"
+#include "core/warning.hpp"
 #include "exec/dense.hpp"
 #include "exec/executors.hpp"
 #include "exec/host.hpp"

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include <tessel/core/broadcast.hpp>
+#include <tessel/core/warning.hpp>
 
 #include "support/error_of.hpp"
 
@@ -21,6 +23,19 @@ TEST(CoreErrors, BlockBroadcastNamesABlockShapeWithANonPositiveExtent) {
   // A negative extent is already refused by make_shape, before block_broadcast_layout runs.
   EXPECT_EQ(error_of([&] { (void)block_broadcast_layout(grid, make_shape(-1, 4)); }),
             "shape (-1,4) has a negative extent; extents must be >= 0.");
+}
+
+TEST(CoreWarnings, AHandlerReceivesEachSentenceAndCanBeRestoredOrEmptied) {
+  std::vector<std::string> seen;
+  auto previous = set_warning_handler([&](std::string_view s) { seen.emplace_back(s); });
+  ASSERT_TRUE(previous);  // the default writes to stderr
+  detail::warn("first.");
+  auto mine = set_warning_handler({});
+  detail::warn("dropped.");
+  set_warning_handler(std::move(mine));
+  detail::warn("second.");
+  set_warning_handler(std::move(previous));
+  EXPECT_EQ(seen, (std::vector<std::string>{"first.", "second."}));
 }
 
 }  // namespace

@@ -120,6 +120,22 @@ TEST(Elementwise, MathFunctionsMatchFloat64) {
   out = abs(x);
   expect_elements(
       out, [&](index_t i) { return std::abs(at(xs, i)); }, 0);
+  out = sign(x);
+  expect_elements(
+      out, [&](index_t i) { return at(xs, i) > 0 ? 1.0 : (at(xs, i) < 0 ? -1.0 : 0.0); }, 0);
+}
+
+TEST(Elementwise, SignKeepsSignedZerosAndNaN) {
+  auto x = make_host_tensor<double>(make_shape(5));
+  double const values[] = {-2.5, -0.0, 0.0, 3.0, std::nan("")};
+  for (index_t i = 0; i < 5; ++i) x(i) = values[i];
+  auto out = make_host_tensor<double>(make_shape(5));
+  out = sign(x);
+  EXPECT_EQ(out(0), -1.0);
+  EXPECT_TRUE(out(1) == 0.0 && std::signbit(out(1)));
+  EXPECT_TRUE(out(2) == 0.0 && !std::signbit(out(2)));
+  EXPECT_EQ(out(3), 1.0);
+  EXPECT_TRUE(std::isnan(out(4)));
 }
 
 TEST(Elementwise, MathOnDoubleAndIntegerOperands) {

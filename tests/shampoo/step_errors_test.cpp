@@ -51,11 +51,80 @@ TEST(ShampooOptions, DefaultsAreDistributedShampoos) {
   EXPECT_EQ(error_of([] { validate(Options{}); }), "no error");
 }
 
+std::vector<std::string> ignored(void (*change)(Options&)) {
+  Options o;
+  change(o);
+  return ignored_options(o);
+}
+
+TEST(ShampooOptions, EveryOptionWithoutEffectIsNamed) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ignored_options(Options{}), V{});
+  EXPECT_EQ(ignored([](Options& o) {
+              o.use_nesterov = true;
+              o.dampening = 0.5;
+            }),
+            (V{"dampening 0.5 has no effect with momentum 0.",
+               "use_nesterov has no effect with momentum 0."}));
+  EXPECT_EQ(ignored([](Options& o) {
+              o.use_nesterov = true;
+              o.dampening = 0.5;
+              o.momentum = 0.9;
+            }),
+            V{});
+  EXPECT_EQ(ignored([](Options& o) { o.weight_decay_type = WeightDecayType::l2; }),
+            V{"weight_decay_type l2 has no effect with weight_decay 0."});
+  EXPECT_EQ(ignored([](Options& o) {
+              o.grafting = {GraftingType::sgd, 0.9, 1e-8};
+            }),
+            (V{"grafting beta2 0.9 has no effect with sgd grafting (rmsprop and adam use it).",
+               "grafting epsilon 1e-08 has no effect with sgd grafting (adagrad, rmsprop and adam "
+               "use it)."}));
+  EXPECT_EQ(ignored([](Options& o) {
+              o.grafting = {GraftingType::adagrad, 0.9, 1e-8};
+            }),
+            V{"grafting beta2 0.9 has no effect with adagrad grafting (rmsprop and adam use it)."});
+  EXPECT_EQ(ignored([](Options& o) { o.grafting = adam_grafting(0.9, 1e-8); }), V{});
+  EXPECT_EQ(ignored([](Options& o) { o.root.coupled_newton.max_iterations = 10; }),
+            V{"coupled Newton's max_iterations 10 and tolerance 1e-06 have no effect with the "
+              "eigen root method."});
+  EXPECT_EQ(ignored([](Options& o) { o.root.eigen.rank_rtol = 1e-5; }),
+            V{"rank_atol 0 and rank_rtol 1e-05 have no effect without the pseudo-inverse."});
+  EXPECT_EQ(ignored([](Options& o) {
+              o.epsilon = 0.0;
+              o.root.eigen.pseudo_inverse = true;
+              o.root.eigen.perturb_before_computation = false;
+            }),
+            V{"perturb_before_computation false has no effect with the pseudo-inverse, which "
+              "never perturbs."});
+  EXPECT_EQ(ignored([](Options& o) {
+              o.root.method = RootMethod::coupled_newton;
+              o.root.eigen.retry_double_precision = false;
+            }),
+            V{"the eigen root settings (pseudo_inverse false, rank_atol 0, rank_rtol 0, "
+              "perturb_before_computation true, retry_double_precision false) have no effect "
+              "with the coupled Newton root method."});
+}
+
+TEST(ShampooOptions, TheOptimizerHandsEachIgnoredOptionToTheWarningHandler) {
+  std::vector<std::string> seen;
+  auto previous = set_warning_handler([&](std::string_view s) { seen.emplace_back(s); });
+  Options o;
+  o.use_nesterov = true;
+  auto plan = make_plan(PlanOptions<index_t, index_t>{4, 1, 1, DType::f32},
+                        std::vector<std::vector<index_t>>{{4}});
+  Shampoo<float> opt(plan, o);
+  set_warning_handler(std::move(previous));
+  EXPECT_EQ(seen, std::vector<std::string>{"use_nesterov has no effect with momentum 0."});
+}
+
 TEST(ShampooOptions, EveryHyperParameterIsValidated) {
   EXPECT_EQ(invalid([](Options& o) { o.lr = -0.1; }), "lr must be >= 0, got -0.1.");
   EXPECT_EQ(invalid([](Options& o) { o.lr = std::nan(""); }), "lr must be >= 0, got nan.");
   EXPECT_EQ(invalid([](Options& o) { o.beta1 = 1.0; }), "beta1 must be in [0, 1), got 1.");
-  EXPECT_EQ(invalid([](Options& o) { o.beta2 = 0.0; }), "beta2 must be in (0, 1], got 0.");
+  EXPECT_EQ(invalid([](Options& o) { o.beta2 = -0.5; }), "beta2 must be in [0, 1], got -0.5.");
+  EXPECT_EQ(invalid([](Options& o) { o.beta2 = 1.5; }), "beta2 must be in [0, 1], got 1.5.");
+  EXPECT_EQ(invalid([](Options& o) { o.beta2 = 0.0; }), "no error");  // Distributed Shampoo's too
   EXPECT_EQ(invalid([](Options& o) { o.beta3 = 1.5; }),
             "beta3 must be -1 (equal to beta1) or in [0, 1), got 1.5.");
   EXPECT_EQ(invalid([](Options& o) { o.epsilon = 0.0; }), "epsilon must be > 0, got 0.");
@@ -179,8 +248,8 @@ TEST(ShampooStepErrors, ArgumentsAreCheckedBeforeAnyWrite) {
 
 TEST(ShampooStepErrors, AGradientThatWouldOverflowAFactorChangesNothing) {
   // A finite gradient of 2^100 would overflow g g^T in float: the bound on the new factor
-  // entries (beta2 max|F| + w max_i r_i, r_i the squared norm of slice i) is checked before
-  // anything is written, so the step fails with parameters, step count and state unchanged.
+  // entries (max_ij beta2 |F_ij| + w sqrt(r_i r_j), r_i the squared norm of slice i) is checked
+  // before anything is written, so the step fails with parameters, step count and state unchanged.
   auto plan = make_plan(PlanOptions<index_t, index_t>{2, 1, 1, DType::f32},
                         std::vector<std::vector<index_t>>{{3}, {2, 4}});
   Shampoo<float> opt(plan);
@@ -188,10 +257,10 @@ TEST(ShampooStepErrors, AGradientThatWouldOverflowAFactorChangesNothing) {
   std::vector<std::vector<float>> grads{std::vector<float>(3, 0.5f), std::vector<float>(8, 0.5f)};
   grads[1][6] = 0x1p100f;  // element (1, 2): block 1 of parameter 1
   EXPECT_EQ(failed_step(opt, params, grads),
-            "factor matrix 0 of parameter 1, block 1 would overflow at step 1: its entries could "
-            "reach 1.6069380442589903e+60 (1 times its largest magnitude 0 plus 1 times the "
-            "gradient's largest squared norm along mode 0, 1.6069380442589903e+60), more than f32 "
-            "holds (3.4028234663852886e+38); nothing was changed.");
+            "factor matrix 0 of parameter 1, block 1 would overflow at step 1: its largest entry "
+            "could reach 1.6069380442589903e+60 (1 times the old entry plus 1 times the gradient's "
+            "part, whose squared row norms along mode 0 reach 1.6069380442589903e+60), more than "
+            "f32 holds (3.4028234663852886e+38); nothing was changed.");
   // The next good step is the first step.
   grads[1][6] = 0.5f;
   std::vector<std::span<float>> ps(params.begin(), params.end());
@@ -212,10 +281,10 @@ TEST(ShampooStepErrors, BiasCorrectedAndNarrowFactorsAreBoundedToo) {
   std::vector<std::vector<float>> grads{{0x1p65f, 0.0f, 0.0f, 0.0f}};
   EXPECT_EQ(failed_step(opt, params, grads),
             "factor matrix 0 of parameter 0, block 0 would overflow at step 1: divided by the "
-            "bias correction, its entries could reach 1.3611294372601382e+39 (0.99 times its "
-            "largest magnitude 0 plus 0.01 times the gradient's largest squared norm along mode "
-            "0, 1.361129467683754e+39), more than f32 holds (3.4028234663852886e+38); nothing "
-            "was changed.");
+            "bias correction, its largest entry could reach 1.3611294372601382e+39 (0.99 times "
+            "the old entry plus 0.01 times the gradient's part, whose squared row norms along "
+            "mode 0 reach 1.361129467683754e+39), more than f32 holds (3.4028234663852886e+38); "
+            "nothing was changed.");
   // Factors stored as f16 hold at most 65504: a gradient entry of 256 (256^2 = 65536) would
   // store Inf, which the old check only saw at the next root computation.
   Options h;
@@ -223,15 +292,66 @@ TEST(ShampooStepErrors, BiasCorrectedAndNarrowFactorsAreBoundedToo) {
   Shampoo<float> narrow(plan, h);
   grads[0] = {256.0f, 1.0f, 0.0f, 0.0f};
   EXPECT_EQ(failed_step(narrow, params, grads),
-            "factor matrix 0 of parameter 0, block 0 would overflow at step 1: its entries could "
-            "reach 65536 (1 times its largest magnitude 0 plus 1 times the gradient's largest "
-            "squared norm along mode 0, 65536), more than f16 holds (65504); nothing was "
-            "changed.");
+            "factor matrix 0 of parameter 0, block 0 would overflow at step 1: its largest entry "
+            "could reach 65536 (1 times the old entry plus 1 times the gradient's part, whose "
+            "squared row norms along mode 0 reach 65536), more than f16 holds (65504); nothing "
+            "was changed.");
   grads[0] = {255.0f, 1.0f, 0.0f, 0.0f};  // 65025 fits
   std::vector<std::span<float>> ps(params.begin(), params.end());
   std::vector<std::span<float const>> gs(grads.begin(), grads.end());
   narrow.step(ps, gs);
   EXPECT_EQ(narrow.factor_matrix(0, 0)[0], 65024.0f);  // 65025 rounded to f16
+}
+
+TEST(ShampooStepErrors, TheBoundIsTheNewFactorsLargestEntry) {
+  // f16 factors, gradients (200, 0) then (0, 200): the factor becomes diag(40000, 40000), which
+  // f16 holds. A bound adding the largest old entry to the largest new row norm (80000) would
+  // refuse step 2; the per-entry bound is the largest new entry itself for PSD factors. Step 3's
+  // gradient (200, 200) adds 40000 to every entry: the diagonal would reach 80000, refused.
+  auto plan = make_plan(PlanOptions<index_t, index_t>{2, 1, 1, DType::f32},
+                        std::vector<std::vector<index_t>>{{2}});
+  Options o;
+  o.factor_matrix_dtype = DType::f16;
+  o.epsilon = 0.01;
+  Shampoo<float> opt(plan, o);
+  std::vector<std::vector<float>> params{{0.5f, -0.3f}};
+  std::vector<std::span<float>> ps(params.begin(), params.end());
+  for (std::vector<float> g : {std::vector<float>{200.0f, 0.0f}, {0.0f, 200.0f}}) {
+    std::vector<std::span<float const>> gs{std::span<float const>(g)};
+    opt.step(ps, gs);
+  }
+  auto const f = opt.factor_matrix(0, 0);
+  EXPECT_EQ(f[0], 40000.0f);
+  EXPECT_EQ(f[1], 0.0f);
+  EXPECT_EQ(f[3], 40000.0f);
+  std::vector<std::vector<float>> grads{{200.0f, 200.0f}};
+  EXPECT_EQ(failed_step(opt, params, grads),
+            "factor matrix 0 of parameter 0, block 0 would overflow at step 3: its largest entry "
+            "could reach 80000 (1 times the old entry plus 1 times the gradient's part, whose "
+            "squared row norms along mode 0 reach 40000), more than f16 holds (65504); nothing "
+            "was changed.");
+  EXPECT_EQ(opt.step_count(), 2);
+}
+
+TEST(ShampooStepErrors, BetaTwoZeroKeepsOnlyTheLatestOuterProduct) {
+  // beta2 = 0 (Distributed Shampoo accepts [0, 1]): F = G G^T of the current step alone, and no
+  // bias correction (1 - 0^t = 1). The bound ignores the old factor (0 * |F|).
+  auto plan = make_plan(PlanOptions<index_t, index_t>{2, 1, 1, DType::f32},
+                        std::vector<std::vector<index_t>>{{2}});
+  Options o;
+  o.beta2 = 0.0;
+  Shampoo<float> opt(plan, o);
+  std::vector<std::vector<float>> params{{0.5f, -0.3f}};
+  std::vector<std::span<float>> ps(params.begin(), params.end());
+  for (std::vector<float> g : {std::vector<float>{3.0f, 1.0f}, {1.0f, 2.0f}}) {
+    std::vector<std::span<float const>> gs{std::span<float const>(g)};
+    opt.step(ps, gs);
+  }
+  auto const f = opt.factor_matrix(0, 0);
+  EXPECT_EQ(f[0], 1.0f);
+  EXPECT_EQ(f[1], 2.0f);
+  EXPECT_EQ(f[2], 2.0f);
+  EXPECT_EQ(f[3], 4.0f);
 }
 
 TEST(ShampooStepErrors, NonFiniteFactorNamesParameterAndBlock) {

@@ -1,5 +1,6 @@
-// Elementwise math functions: exp, log, tanh, sqrt, abs. The transcendental ones compute in the
-// operand's floating type (double for integers, as std::exp(int) does; float for half / bfloat16).
+// Elementwise math functions: exp, log, tanh, sqrt, abs, sign. The transcendental ones compute
+// in the operand's floating type (double for integers, as std::exp(int) does; float for half /
+// bfloat16).
 #pragma once
 
 #include <utility>
@@ -42,6 +43,14 @@ struct Abs {
   }
 };
 
+// -1, 0 or 1 (torch.sign): zeros keep their sign bit and NaN stays NaN (both return a itself).
+struct Sign {
+  template <class A>
+  TESSEL_HOST_DEVICE constexpr A operator()(A a) const {
+    return a > A(0) ? A(1) : (a < A(0) ? A(-1) : a);
+  }
+};
+
 }  // namespace ops
 
 template <ArrayOperand A>
@@ -63,6 +72,10 @@ auto sqrt(A&& a) {
 template <ArrayOperand A>
 auto abs(A&& a) {
   return detail::make_map(ops::Abs{}, std::forward<A>(a));
+}
+template <ArrayOperand A>
+auto sign(A&& a) {
+  return detail::make_map(ops::Sign{}, std::forward<A>(a));
 }
 
 }  // namespace tessel

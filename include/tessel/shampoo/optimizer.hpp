@@ -33,6 +33,7 @@
 
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
+#include "../core/warning.hpp"
 #include "../exec/executors.hpp"
 #include "../exec/host.hpp"
 #include "../exec/memory.hpp"
@@ -50,6 +51,7 @@
 #include "step/bounds.hpp"
 #include "step/factors.hpp"
 #include "step/grafting.hpp"
+#include "step/orthogonalize.hpp"
 #include "step/scalars.hpp"
 #include "step/stages.hpp"
 
@@ -370,7 +372,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
           using U = decltype(u);
           stages::factor_bound_inputs(executor_, reinterpret_cast<U const*>(m.factors.data()),
                                       g.grad.data(), g.count, g.shape, m.dim,
-                                      g.per_slot.data() + 2 * j * g.count);
+                                      static_cast<double>(s.beta2), static_cast<double>(s.weight),
+                                      g.row_norms.data(), g.per_slot.data() + 2 * j * g.count);
         });
       }
     }
@@ -599,12 +602,27 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       return g.search.data();
     }
     T* cur = x;
-    T* buffers[2] = {g.search.data(), g.spare.data()};
-    for (std::size_t j = 0; j < g.modes.size(); ++j) {
-      T* next = buffers[j % 2];
-      stages::mode_product(executor_, cur, next, g.modes[j].inverse_roots.data(), g.count, g.shape,
-                           g.modes[j].dim);
-      cur = next;
+    // No default: a new preconditioner must say how it turns x into a direction.
+    switch (options_.preconditioner) {
+      case PreconditionerType::shampoo: {
+        T* buffers[2] = {g.search.data(), g.spare.data()};
+        for (std::size_t j = 0; j < g.modes.size(); ++j) {
+          T* next = buffers[j % 2];
+          stages::mode_product(executor_, cur, next, g.modes[j].inverse_roots.data(), g.count,
+                               g.shape, g.modes[j].dim);
+          cur = next;
+        }
+        break;
+      }
+      case PreconditionerType::spectral_descent:
+        cur = stages::orthogonalize(executor_, static_cast<T const*>(x), g.search.data(),
+                                    g.spare.data(), g.count, g.shape[0], g.shape[1],
+                                    options_.newton_schulz, g.per_slot.data());
+        break;
+      case PreconditionerType::sign_descent:
+        assign(flat(g.search.data(), n), sign(flat(x, n)), executor_);
+        cur = g.search.data();
+        break;
     }
     if (grafting == GraftingType::none) {
       assign(scale, T(1), executor_);
@@ -902,6 +920,7 @@ template <class T, class X>
 requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     exec::Executor<X> void ShampooBase<T, X>::build() {
   validate(options_);
+  for (std::string const& w : ignored_options(options_)) tessel::detail::warn(w);
   groups_.resize(plan_.num_groups());
   auto const all_segments = segments(plan_);
   for (std::size_t gi = 0; gi < plan_.num_groups(); ++gi) {
@@ -910,7 +929,19 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     g.count = plan_.groups[gi].count;
     g.numel = plan_.groups[gi].numel();
     index_t const order = g.shape.rank();
-    for (index_t k = 0; k < order; ++k) {
+    if (options_.preconditioner == PreconditionerType::spectral_descent && order != 2 &&
+        g.count > 0 && g.numel > 0) {
+      std::size_t b = 0;
+      while (plan_.blocks[b].group != static_cast<index_t>(gi)) ++b;
+      tessel::detail::throw_error(detail::sentence(
+          "spectral descent orthogonalizes 2-D blocks, but ",
+          detail::block_name(plan_.blocks[b].param, plan_.blocks[b].index), " has shape ",
+          to_string(g.shape),
+          "; with target_parameter_dimensionality 2 every parameter of rank 2 or more merges to "
+          "2-D blocks, and 0-D and 1-D parameters cannot be orthogonalized."));
+    }
+    bool const factors = options_.preconditioner == PreconditionerType::shampoo;
+    for (index_t k = 0; factors && k < order; ++k) {
       double const e = inverse_exponent(options_.inverse_exponent_override, order, k);
       if (e == 0.0) continue;
       try {
@@ -948,6 +979,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     g.scale = B::template allocate<T>(g.count);
     g.per_slot = B::template allocate<double>(
         2 * g.count * std::max<index_t>(1, static_cast<index_t>(g.modes.size())));
+    index_t largest_d = 1;
+    for (auto const& m : g.modes) largest_d = std::max(largest_d, m.d);
+    g.row_norms = B::template allocate<double>(g.count * largest_d);
     g.blocks.assign(static_cast<std::size_t>(g.count), 0);
     g.failures.assign(static_cast<std::size_t>(g.count), 0);
     g.errors.resize(static_cast<std::size_t>(g.count));

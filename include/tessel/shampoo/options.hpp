@@ -5,12 +5,14 @@
 
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 #include "../core/config.hpp"
 #include "../core/dtype.hpp"
@@ -77,6 +79,25 @@ struct RootConfig {
   CoupledNewtonConfig coupled_newton{};
 };
 
+// What turns a block's (filtered) gradient into its search direction: Shampoo's inverse roots of
+// the factors; spectral descent (Muon), the orthogonalized gradient U V^T of a 2-D block, by a
+// Newton-Schulz iteration (Distributed Shampoo's SpectralDescentPreconditionerConfig); or sign
+// descent, sign(gradient) (SignDescentPreconditionerConfig with its default scale 1). The last two
+// keep no factors and compute no roots; grafting, momentum and weight decay apply to all three.
+enum class PreconditionerType { shampoo, spectral_descent, sign_descent };
+
+// The quintic Newton-Schulz iteration of spectral descent (NewtonSchulzOrthogonalizationConfig):
+// from X = G / max(||G||_F, 1e-8), num_iterations times X <- a X + b (X X^T) X + c (X X^T)^2 X.
+// Muon's coefficients (the default) drive the singular values into about [0.7, 1.3] rather than
+// to 1; (3, -16/5, 6/5) converges to 1 (a + b + c == 1). The result is multiplied by
+// scale_by_dims(d_in, d_out) (d_in the block's columns, d_out its rows) when it is set, e.g.
+// sqrt(max(1, d_out / d_in)) as in Muon.
+struct NewtonSchulzConfig {
+  index_t num_iterations = 5;
+  double a = 3.4445, b = -4.7750, c = 2.0315;
+  std::function<double(index_t d_in, index_t d_out)> scale_by_dims{};
+};
+
 enum class WeightDecayType { decoupled, l2 };
 
 // Per tensor order: one exponent for every dimension, or exponents for some dimensions (the others
@@ -104,6 +125,8 @@ struct Options {
   RootConfig root{};
   DType factor_matrix_dtype = DType::f32;  // bf16, f16, f32 or f64
   index_t num_tolerated_failed_amortized_computations = 3;
+  PreconditionerType preconditioner = PreconditionerType::shampoo;
+  NewtonSchulzConfig newton_schulz{};  // spectral descent's orthogonalization
 };
 
 inline std::string_view grafting_name(GraftingType t) {
@@ -122,6 +145,28 @@ inline std::string_view grafting_name(GraftingType t) {
   return "unknown";
 }
 
+inline std::string_view preconditioner_name(PreconditionerType t) {
+  switch (t) {
+    case PreconditionerType::shampoo:
+      return "shampoo";
+    case PreconditionerType::spectral_descent:
+      return "spectral descent";
+    case PreconditionerType::sign_descent:
+      return "sign descent";
+  }
+  return "unknown";
+}
+
+inline std::string_view weight_decay_name(WeightDecayType t) {
+  switch (t) {
+    case WeightDecayType::decoupled:
+      return "decoupled";
+    case WeightDecayType::l2:
+      return "l2";
+  }
+  return "unknown";
+}
+
 // The exponent of dimension `dim` of a block of order `order`.
 inline double inverse_exponent(InverseExponentOverride const& overrides, index_t order,
                                index_t dim) {
@@ -135,14 +180,111 @@ inline double inverse_exponent(InverseExponentOverride const& overrides, index_t
 }
 
 // start_preconditioning_step with -1 resolved.
+// Spectral and sign descent compute no roots, so -1 means step 1 for them (Distributed Shampoo
+// sets their precondition_frequency to 1).
 inline index_t resolved_start_step(Options const& o) {
-  return o.start_preconditioning_step == -1 ? o.precondition_frequency
-                                            : o.start_preconditioning_step;
+  if (o.start_preconditioning_step != -1) return o.start_preconditioning_step;
+  return o.preconditioner == PreconditionerType::shampoo ? o.precondition_frequency : 1;
 }
 
 // beta3 with -1 resolved.
 inline double resolved_beta3(Options const& o) {
   return o.beta3 == -1.0 ? o.beta1 : o.beta3;
+}
+
+// The options that `o` sets but that have no effect as combined (another option switches them
+// off), one sentence each, in the order of Options' members. Not errors: sweeps set such
+// combinations on purpose. Optimizers hand each to tessel's warning handler (core/warning.hpp)
+// when they are built. An option is "set" when it differs from its default: a default value
+// cannot be told from an explicit one.
+inline std::vector<std::string> ignored_options(Options const& o) {
+  std::vector<std::string> out;
+  auto note = [&](auto const&... pieces) { out.push_back(detail::sentence(pieces...)); };
+  Options const d{};
+  if (o.momentum == 0.0) {
+    if (o.dampening != d.dampening)
+      note("dampening ", o.dampening, " has no effect with momentum 0.");
+    if (o.use_nesterov) note("use_nesterov has no effect with momentum 0.");
+  }
+  if (o.weight_decay == 0.0 && o.weight_decay_type != d.weight_decay_type)
+    note("weight_decay_type ", weight_decay_name(o.weight_decay_type),
+         " has no effect with weight_decay 0.");
+  GraftingConfig const g = o.grafting;
+  bool const uses_beta2 = g.type == GraftingType::rmsprop || g.type == GraftingType::adam;
+  bool const uses_epsilon = uses_beta2 || g.type == GraftingType::adagrad;
+  if (!uses_beta2 && g.beta2 != 1.0)
+    note("grafting beta2 ", g.beta2, " has no effect with ", grafting_name(g.type),
+         " grafting (rmsprop and adam use it).");
+  if (!uses_epsilon && g.epsilon != GraftingConfig{}.epsilon)
+    note("grafting epsilon ", g.epsilon, " has no effect with ", grafting_name(g.type),
+         " grafting (adagrad, rmsprop and adam use it).");
+  NewtonSchulzConfig const ns_default{};
+  bool const ns_set = o.newton_schulz.num_iterations != ns_default.num_iterations ||
+                      o.newton_schulz.a != ns_default.a || o.newton_schulz.b != ns_default.b ||
+                      o.newton_schulz.c != ns_default.c ||
+                      static_cast<bool>(o.newton_schulz.scale_by_dims);
+  if (o.preconditioner != PreconditionerType::spectral_descent && ns_set)
+    note("the newton_schulz settings have no effect with ", preconditioner_name(o.preconditioner),
+         " (spectral descent uses them).");
+  if (o.preconditioner != PreconditionerType::shampoo) {
+    // Every setting of the factors and their roots.
+    std::vector<std::string> set;
+    auto add = [&](auto const&... pieces) { set.push_back(detail::sentence(pieces...)); };
+    if (o.beta2 != d.beta2) add("beta2 ", o.beta2);
+    if (o.epsilon != d.epsilon) add("epsilon ", o.epsilon);
+    if (o.precondition_frequency != d.precondition_frequency)
+      add("precondition_frequency ", o.precondition_frequency);
+    if (!o.inverse_exponent_override.empty()) add("inverse_exponent_override");
+    if (o.root.method != d.root.method) add("root method coupled Newton");
+    EigenConfig const& re = o.root.eigen;
+    if (re.pseudo_inverse || re.rank_atol != 0.0 || re.rank_rtol != 0.0 ||
+        re.perturb_before_computation != d.root.eigen.perturb_before_computation ||
+        re.retry_double_precision != d.root.eigen.retry_double_precision ||
+        o.root.coupled_newton.max_iterations != d.root.coupled_newton.max_iterations ||
+        o.root.coupled_newton.tolerance != d.root.coupled_newton.tolerance)
+      add("the eigen or coupled Newton root settings");
+    if (o.factor_matrix_dtype != d.factor_matrix_dtype)
+      add("factor_matrix_dtype ", dtype_name(o.factor_matrix_dtype));
+    if (o.num_tolerated_failed_amortized_computations !=
+        d.num_tolerated_failed_amortized_computations)
+      add("num_tolerated_failed_amortized_computations ",
+          o.num_tolerated_failed_amortized_computations);
+    if (!set.empty()) {
+      std::string list = set[0];
+      for (std::size_t i = 1; i < set.size(); ++i) list += ", " + set[i];
+      note(list, set.size() == 1 ? " has" : " have", " no effect with ",
+           preconditioner_name(o.preconditioner), ", which keeps no factors.");
+    }
+    return out;
+  }
+  EigenConfig const& e = o.root.eigen;
+  CoupledNewtonConfig const& n = o.root.coupled_newton;
+  // No default: a new method must say which settings it reads.
+  switch (o.root.method) {
+    case RootMethod::eigen:
+      if (n.max_iterations != d.root.coupled_newton.max_iterations ||
+          n.tolerance != d.root.coupled_newton.tolerance)
+        note("coupled Newton's max_iterations ", n.max_iterations, " and tolerance ", n.tolerance,
+             " have no effect with the eigen root method.");
+      if (!e.pseudo_inverse && (e.rank_atol != 0.0 || e.rank_rtol != 0.0))
+        note("rank_atol ", e.rank_atol, " and rank_rtol ", e.rank_rtol,
+             " have no effect without the pseudo-inverse.");
+      if (e.pseudo_inverse && !e.perturb_before_computation)
+        note(
+            "perturb_before_computation false has no effect with the pseudo-inverse, which "
+            "never perturbs.");
+      break;
+    case RootMethod::coupled_newton:
+      if (e.pseudo_inverse || e.rank_atol != 0.0 || e.rank_rtol != 0.0 ||
+          e.perturb_before_computation != d.root.eigen.perturb_before_computation ||
+          e.retry_double_precision != d.root.eigen.retry_double_precision)
+        note("the eigen root settings (pseudo_inverse ", e.pseudo_inverse, ", rank_atol ",
+             e.rank_atol, ", rank_rtol ", e.rank_rtol, ", perturb_before_computation ",
+             e.perturb_before_computation, ", retry_double_precision ", e.retry_double_precision,
+             ") have no effect with the coupled Newton root method.");
+      break;
+  }
+  return out;
 }
 
 // Throws tessel::Error naming the first invalid hyper-parameter and its value.
@@ -153,7 +295,7 @@ inline void validate(Options const& o) {
   // NaN fails every comparison below, so each check is written as "must hold".
   if (!(o.lr >= 0.0)) bad("lr must be >= 0, got ", o.lr, ".");
   if (!(o.beta1 >= 0.0 && o.beta1 < 1.0)) bad("beta1 must be in [0, 1), got ", o.beta1, ".");
-  if (!(o.beta2 > 0.0 && o.beta2 <= 1.0)) bad("beta2 must be in (0, 1], got ", o.beta2, ".");
+  if (!(o.beta2 >= 0.0 && o.beta2 <= 1.0)) bad("beta2 must be in [0, 1], got ", o.beta2, ".");
   if (!(o.beta3 == -1.0 || (o.beta3 >= 0.0 && o.beta3 < 1.0)))
     bad("beta3 must be -1 (equal to beta1) or in [0, 1), got ", o.beta3, ".");
   if (o.root.method == RootMethod::eigen && o.root.eigen.pseudo_inverse) {
@@ -171,9 +313,28 @@ inline void validate(Options const& o) {
     bad("precondition_frequency must be >= 1, got ", o.precondition_frequency, ".");
   if (o.start_preconditioning_step < -1)
     bad("start_preconditioning_step must be >= -1, got ", o.start_preconditioning_step, ".");
-  if (resolved_start_step(o) < o.precondition_frequency)
-    bad("start_preconditioning_step must be >= precondition_frequency (", o.precondition_frequency,
-        "), got ", o.start_preconditioning_step, ".");
+  bool known_preconditioner = false;
+  switch (o.preconditioner) {
+    case PreconditionerType::shampoo:
+      if (resolved_start_step(o) < o.precondition_frequency)
+        bad("start_preconditioning_step must be >= precondition_frequency (",
+            o.precondition_frequency, "), got ", o.start_preconditioning_step, ".");
+      known_preconditioner = true;
+      break;
+    case PreconditionerType::spectral_descent:
+    case PreconditionerType::sign_descent:
+      if (o.start_preconditioning_step == 0)
+        bad("start_preconditioning_step must be >= 1 or -1, got 0.");
+      known_preconditioner = true;
+      break;
+  }
+  if (!known_preconditioner)
+    bad("preconditioner ", static_cast<int>(o.preconditioner), " is not a PreconditionerType.");
+  NewtonSchulzConfig const& ns = o.newton_schulz;
+  if (ns.num_iterations < 0)
+    bad("newton_schulz num_iterations must be >= 0, got ", ns.num_iterations, ".");
+  if (!(std::isfinite(ns.a) && std::isfinite(ns.b) && std::isfinite(ns.c)))
+    bad("newton_schulz coefficients must be finite, got (", ns.a, ", ", ns.b, ", ", ns.c, ").");
   // No default: a new enumerator is a compile error here; a value outside the enumeration (a cast)
   // matches no case and is refused after the switch.
   bool known_grafting = false;

@@ -50,6 +50,7 @@ struct GroupState {
   Buffer<T> grad, direction, search, spare;
   Buffer<T> scale;                  // per slot: the grafting rescale
   Buffer<double> per_slot;          // per slot and mode: the bound inputs, then the norms
+  Buffer<double> row_norms;         // per slot and mode: the overflow pre-check's scratch
   std::vector<index_t> blocks;      // plan block of each slot
   std::vector<index_t> failures;    // consecutive failed amortized computations, per slot
   std::vector<std::string> errors;  // this step's, per slot

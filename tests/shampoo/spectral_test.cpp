@@ -1,0 +1,234 @@
+// Spectral descent (Muon) and sign descent as the preconditioner of the Shampoo step: the update
+// against a float64 reference written here from the definitions (the Newton-Schulz polynomial
+// applied in its textbook form a X + b (X X^T) X + c (X X^T)^2 X, not the Gram form the library
+// uses), convergence to an orthogonal factor with convergent coefficients, grafting, the state
+// they keep (no factors), and their errors and warnings.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <tessel/shampoo/optimizer.hpp>
+
+#include "support/error_of.hpp"
+
+namespace {
+
+using namespace tessel;
+using namespace tessel::shampoo;
+using tessel::test::error_of;
+
+using Matrix = std::vector<double>;  // row-major
+
+Matrix multiply(Matrix const& a, Matrix const& b, index_t n, index_t k, index_t m) {
+  Matrix c(static_cast<std::size_t>(n * m), 0.0);
+  for (index_t i = 0; i < n; ++i)
+    for (index_t l = 0; l < k; ++l)
+      for (index_t j = 0; j < m; ++j)
+        c[static_cast<std::size_t>(i * m + j)] +=
+            a[static_cast<std::size_t>(i * k + l)] * b[static_cast<std::size_t>(l * m + j)];
+  return c;
+}
+
+Matrix transpose(Matrix const& a, index_t rows, index_t cols) {
+  Matrix t(a.size());
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < cols; ++j)
+      t[static_cast<std::size_t>(j * rows + i)] = a[static_cast<std::size_t>(i * cols + j)];
+  return t;
+}
+
+// X <- a X + b (X X^T) X + c (X X^T)^2 X from X = G / max(||G||_F, 1e-8).
+Matrix newton_schulz(Matrix g, index_t rows, index_t cols, NewtonSchulzConfig const& ns) {
+  double norm = 0.0;
+  for (double v : g) norm += v * v;
+  norm = std::max(std::sqrt(norm), 1e-8);
+  for (double& v : g) v /= norm;
+  for (index_t it = 0; it < ns.num_iterations; ++it) {
+    Matrix const xxt = multiply(g, transpose(g, rows, cols), rows, cols, rows);
+    Matrix const bx = multiply(xxt, g, rows, rows, cols);
+    Matrix const cx = multiply(xxt, bx, rows, rows, cols);
+    for (std::size_t i = 0; i < g.size(); ++i) g[i] = ns.a * g[i] + ns.b * bx[i] + ns.c * cx[i];
+  }
+  return g;
+}
+
+std::vector<double> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> d(0.0, 1.0);
+  std::vector<double> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// target_parameter_dimensionality 2: 2-D parameters stay 2-D (1 would merge them to 1-D).
+Plan plan_for(std::vector<std::vector<index_t>> shapes, index_t max_dim = 1024,
+              index_t target = 2) {
+  return make_plan(PlanOptions<index_t, index_t>{max_dim, target, 1}, shapes);
+}
+
+TEST(SpectralDescent, OneStepIsTheOrthogonalizedGradientForTallAndWideBlocks) {
+  for (auto [rows, cols] : {std::pair<index_t, index_t>{7, 4}, {3, 6}, {5, 5}}) {
+    Options o;
+    o.preconditioner = PreconditionerType::spectral_descent;
+    o.beta1 = 0.0;
+    o.lr = 0.1;
+    Shampoo<double> opt(plan_for({{rows, cols}}), o);
+    auto const n = static_cast<std::size_t>(rows * cols);
+    std::vector<double> w = random_values(n, 1), g = random_values(n, 2);
+    std::vector<double> const w0 = w;
+    opt.step({std::span<double>(w)}, {std::span<double const>(g)});
+    Matrix const want = newton_schulz(g, rows, cols, o.newton_schulz);
+    for (std::size_t i = 0; i < n; ++i)
+      EXPECT_NEAR(w[i], w0[i] - 0.1 * want[i], 1e-12) << rows << "x" << cols << " element " << i;
+  }
+}
+
+TEST(SpectralDescent, ConvergentCoefficientsGiveAnOrthogonalFactorAndScaleByDimsApplies) {
+  // (3, -16/5, 6/5) sums to 1: with enough iterations X^T X = I for a full-rank tall block.
+  index_t const rows = 9, cols = 4;
+  Options o;
+  o.preconditioner = PreconditionerType::spectral_descent;
+  o.beta1 = 0.0;
+  o.lr = 1.0;
+  o.newton_schulz = {
+      40, 3.0, -16.0 / 5.0, 6.0 / 5.0, [](index_t d_in, index_t d_out) {
+        return std::sqrt(std::max(1.0, static_cast<double>(d_out) / static_cast<double>(d_in)));
+      }};
+  Shampoo<double> opt(plan_for({{rows, cols}}), o);
+  std::vector<double> w(static_cast<std::size_t>(rows * cols), 0.0);
+  std::vector<double> const g = random_values(w.size(), 3);
+  opt.step({std::span<double>(w)}, {std::span<double const>(g)});
+  double const scale = std::sqrt(9.0 / 4.0);
+  for (double& v : w) v = -v / scale;  // the direction itself
+  Matrix const gram = multiply(transpose(w, rows, cols), w, cols, rows, cols);
+  for (index_t i = 0; i < cols; ++i)
+    for (index_t j = 0; j < cols; ++j)
+      EXPECT_NEAR(gram[static_cast<std::size_t>(i * cols + j)], i == j ? 1.0 : 0.0, 1e-9);
+}
+
+TEST(SpectralDescent, FilteredGradientGraftingAndFloatFollowTheShampooStep) {
+  // beta1 0.9 (the filtered, bias-corrected gradient is orthogonalized), Adam grafting (each
+  // block's direction rescaled to the grafting direction's norm), two blocks of one parameter,
+  // float parameters: against the reference in double, to float rounding.
+  index_t const rows = 8, cols = 6;  // max_preconditioner_dim 4: blocks (4, 4), (4, 2) x 2 rows
+  Options o;
+  o.preconditioner = PreconditionerType::spectral_descent;
+  o.grafting = adam_grafting();
+  o.lr = 0.01;
+  Shampoo<float> opt(plan_for({{rows, cols}}, 4), o);
+  auto const n = static_cast<std::size_t>(rows * cols);
+  std::vector<double> wd = random_values(n, 4);
+  std::vector<float> w(wd.begin(), wd.end());
+  std::vector<double> filtered(n, 0.0), second(n, 0.0);
+  for (int t = 1; t <= 3; ++t) {
+    std::vector<double> const gd = random_values(n, 10 + static_cast<unsigned>(t));
+    std::vector<float> const g(gd.begin(), gd.end());
+    opt.step({std::span<float>(w)}, {std::span<float const>(g)});
+    for (std::size_t i = 0; i < n; ++i) {
+      double const gi = static_cast<double>(g[i]);
+      filtered[i] = 0.9 * filtered[i] + 0.1 * gi;
+      second[i] = 0.999 * second[i] + 0.001 * gi * gi;
+    }
+    double const bias1 = 1.0 - std::pow(0.9, t), bias2 = 1.0 - std::pow(0.999, t);
+    // The four blocks: rows [0, 4) and [4, 8), columns [0, 4) and [4, 6).
+    for (index_t r0 : {0, 4})
+      for (auto [c0, bc] : {std::pair<index_t, index_t>{0, 4}, {4, 2}}) {
+        Matrix block, adam;
+        for (index_t i = 0; i < 4; ++i)
+          for (index_t j = 0; j < bc; ++j) {
+            auto const at = static_cast<std::size_t>((r0 + i) * cols + c0 + j);
+            block.push_back(filtered[at] / bias1);
+            adam.push_back(filtered[at] / bias1 / (std::sqrt(second[at] / bias2) + 1e-10));
+          }
+        Matrix const d = newton_schulz(block, 4, bc, o.newton_schulz);
+        double dn = 0.0, an = 0.0;
+        for (std::size_t i = 0; i < d.size(); ++i) {
+          dn += d[i] * d[i];
+          an += adam[i] * adam[i];
+        }
+        double const graft = std::sqrt(an) / (std::sqrt(dn) + 1e-16);
+        for (index_t i = 0; i < 4; ++i)
+          for (index_t j = 0; j < bc; ++j) {
+            auto const at = static_cast<std::size_t>((r0 + i) * cols + c0 + j);
+            wd[at] -= 0.01 * graft * d[static_cast<std::size_t>(i * bc + j)];
+          }
+      }
+    for (std::size_t i = 0; i < n; ++i)
+      EXPECT_NEAR(w[i], wd[i], 2e-5 * std::max(1.0, std::abs(wd[i]))) << "step " << t << " " << i;
+  }
+  // State: the filtered gradient and the grafting accumulator, no factors or roots.
+  auto const state = opt.state_dict();
+  for (auto const& [key, tensor] : state)
+    for (auto const& part : key) EXPECT_NE(part, "factor_matrices");
+  EXPECT_TRUE(state.count({"0", "block_0", "filtered_grad"}));
+  EXPECT_TRUE(state.count({"0", "block_0", "adagrad"}));
+  Shampoo<float> copy(plan_for({{rows, cols}}, 4), o);
+  copy.load_state_dict(state);
+  EXPECT_TRUE(copy.state_dict() == state);
+}
+
+TEST(SignDescent, TheDirectionIsTheSignOfTheFilteredGradient) {
+  Options o;
+  o.preconditioner = PreconditionerType::sign_descent;
+  o.lr = 0.5;
+  o.use_bias_correction = false;
+  Shampoo<double> opt(plan_for({{3, 2}, {4}}), o);
+  std::vector<double> a{1, 2, 3, 4, 5, 6}, b{0, 0, 0, 0};
+  std::vector<double> ga{0.5, -0.5, 0.0, 2.0, -3.0, 1e-30}, gb{-1, 1, -1, 1};
+  opt.step({std::span<double>(a), std::span<double>(b)},
+           {std::span<double const>(ga), std::span<double const>(gb)});
+  // Filtered gradient without bias correction: 0.1 g, whose sign is g's.
+  EXPECT_EQ(a, (std::vector<double>{0.5, 2.5, 3.0, 3.5, 5.5, 5.5}));
+  EXPECT_EQ(b, (std::vector<double>{0.5, -0.5, 0.5, -0.5}));
+}
+
+TEST(SpectralDescent, BlocksThatAreNot2DAreRefusedAndFactorOptionsAreWarned) {
+  Options o;
+  o.preconditioner = PreconditionerType::spectral_descent;
+  EXPECT_EQ(error_of([&] {
+              Shampoo<float> opt(plan_for({{4, 3}, {5}}), o);
+            }),
+            "spectral descent orthogonalizes 2-D blocks, but parameter 1, block 0 has shape (5); "
+            "with target_parameter_dimensionality 2 every parameter of rank 2 or more merges to "
+            "2-D blocks, and 0-D and 1-D parameters cannot be orthogonalized.");
+  // A 3-D parameter merged to 2-D by the plan is accepted.
+  EXPECT_EQ(error_of([&] { Shampoo<float> opt(plan_for({{2, 3, 4}}, 1024, 2), o); }), "no error");
+  o.beta2 = 0.99;
+  o.precondition_frequency = 10;
+  o.factor_matrix_dtype = DType::bf16;
+  EXPECT_EQ(ignored_options(o),
+            std::vector<std::string>{"beta2 0.99, precondition_frequency 10, factor_matrix_dtype "
+                                     "bf16 have no effect with spectral descent, which keeps no "
+                                     "factors."});
+  Options s;
+  s.preconditioner = PreconditionerType::sign_descent;
+  s.newton_schulz.num_iterations = 3;
+  s.epsilon = 1e-8;
+  EXPECT_EQ(ignored_options(s),
+            (std::vector<std::string>{
+                "the newton_schulz settings have no effect with sign descent (spectral descent "
+                "uses them).",
+                "epsilon 1e-08 has no effect with sign descent, which keeps no factors."}));
+  Options v;
+  v.newton_schulz.num_iterations = -1;
+  EXPECT_EQ(error_of([&] { validate(v); }), "newton_schulz num_iterations must be >= 0, got -1.");
+  v = Options{};
+  v.preconditioner = PreconditionerType::sign_descent;
+  v.start_preconditioning_step = 0;
+  EXPECT_EQ(error_of([&] { validate(v); }),
+            "start_preconditioning_step must be >= 1 or -1, got 0.");
+  v.start_preconditioning_step = 3;
+  v.precondition_frequency = 1;
+  EXPECT_EQ(error_of([&] { validate(v); }), "no error");
+  Options r;
+  r.precondition_frequency = 10;
+  r.preconditioner = PreconditionerType::spectral_descent;
+  EXPECT_EQ(resolved_start_step(r), 1);
+}
+
+}  // namespace
