@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -150,6 +151,133 @@ TEST(ShampooCli, RunErrors) {
   r = run_cli(dir, "shampoo run" + files + " --use-bias-correction maybe");
   EXPECT_EQ(r.err, "tessel: --use-bias-correction must be true or false, got \"maybe\".\n");
   EXPECT_FALSE(std::filesystem::exists(dir / "W1.npy"));
+}
+
+TEST(ShampooCli, SeveralParametersEveryOptionAndAResumedRunMatchTheLibrary) {
+  // Two parameters in one optimizer, the options only the library had before (exponent override,
+  // pseudo-inverse with its tolerances, retry, tolerated failures), four steps split 2 + 2 over
+  // --save-state / --load-state: bit for bit the library's four uninterrupted steps.
+  REQUIRE_CLI();
+  TempDir dir;
+  std::mt19937 rng(5);
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::vector<double> w0(12), w1(3), g0(4 * 12), g1(4 * 3);
+  for (auto* v : {&w0, &w1, &g0, &g1})
+    for (auto& x : *v) x = n(rng);
+  auto save = [&](char const* name, std::vector<std::int64_t> shape, double const* data,
+                  std::size_t count) {
+    write_npy(dir / name, std::span<std::int64_t const>(shape),
+              std::vector<double>(data, data + count));
+  };
+  save("W0.npy", {3, 4}, w0.data(), 12);
+  save("W1.npy", {3}, w1.data(), 3);
+  save("G0a.npy", {2, 3, 4}, g0.data(), 24);
+  save("G0b.npy", {2, 3, 4}, g0.data() + 24, 24);
+  save("G1a.npy", {2, 3}, g1.data(), 6);
+  save("G1b.npy", {2, 3}, g1.data() + 6, 6);
+  std::string const options =
+      " --lr 0.1 --beta2 0.9 --epsilon 0 --pseudo-inverse --rank-rtol 1e-6 --rank-atol 1e-12"
+      " --inverse-exponent-override 2:1=0 --inverse-exponent-override 1=0.25"
+      " --retry-double-precision false --num-tolerated-failed-amortized-computations 5"
+      " --max-preconditioner-dim 4 --factor-dtype f64";
+  auto path = [&](char const* name) { return (dir / name).string(); };
+  auto r = run_cli(dir, "shampoo run --param " + path("W0.npy") + " --param " + path("W1.npy") +
+                            " --grads " + path("G0a.npy") + " --grads " + path("G1a.npy") +
+                            " --out " + path("M0.npy") + " --out " + path("M1.npy") +
+                            " --save-state " + path("half.safetensors") + options);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "{\"dtype\": \"f64\", \"out\": [\"" + path("M0.npy") + "\", \"" +
+                       path("M1.npy") + "\"], \"shape\": [[3, 4], [3]], \"steps\": 2}\n");
+  r = run_cli(dir, "shampoo run --param " + path("M0.npy") + " --param " + path("M1.npy") +
+                       " --grads " + path("G0b.npy") + " --grads " + path("G1b.npy") + " --out " +
+                       path("F0.npy") + " --out " + path("F1.npy") + " --load-state " +
+                       path("half.safetensors") + " --save-state " + path("end.safetensors") +
+                       options);
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  Options o;
+  o.lr = 0.1;
+  o.beta2 = 0.9;
+  o.epsilon = 0.0;
+  o.root.eigen.pseudo_inverse = true;
+  o.root.eigen.rank_rtol = 1e-6;
+  o.root.eigen.rank_atol = 1e-12;
+  o.root.eigen.retry_double_precision = false;
+  o.inverse_exponent_override[2] = std::map<index_t, double>{{1, 0.0}};
+  o.inverse_exponent_override[1] = 0.25;
+  o.num_tolerated_failed_amortized_computations = 5;
+  o.factor_matrix_dtype = DType::f64;
+  Shampoo<double> opt(make_plan(PlanOptions<index_t, index_t>{4, 1, 1},
+                                std::vector<std::vector<index_t>>{{3, 4}, {3}}),
+                      o);
+  for (int t = 0; t < 4; ++t)
+    opt.step({std::span<double>(w0), std::span<double>(w1)},
+             {std::span<double const>(g0.data() + 12 * t, 12),
+              std::span<double const>(g1.data() + 3 * t, 3)});
+  EXPECT_EQ(read_npy(dir / "F0.npy").as<double>(), w0);
+  EXPECT_EQ(read_npy(dir / "F1.npy").as<double>(), w1);
+  EXPECT_TRUE(load_state(dir / "end.safetensors") == opt.state_dict());
+}
+
+TEST(ShampooCli, OptionsWithoutEffectAreWarnedAndStillRun) {
+  REQUIRE_CLI();
+  TempDir dir;
+  std::vector<float> w{0.5f, -0.3f}, g{1.0f, 2.0f};
+  std::array<std::int64_t, 1> ws{2};
+  std::array<std::int64_t, 2> gs{1, 2};
+  write_npy(dir / "W.npy", std::span<std::int64_t const>(ws), w);
+  write_npy(dir / "G.npy", std::span<std::int64_t const>(gs), g);
+  auto r = run_cli(dir, "shampoo run --param " + (dir / "W.npy").string() + " --grads " +
+                            (dir / "G.npy").string() + " --out " + (dir / "W1.npy").string() +
+                            " --nesterov --grafting sgd --grafting-beta2 0.9 --beta2 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "tessel: warning: use_nesterov has no effect with momentum 0.\n"
+            "tessel: warning: grafting beta2 0.9 has no effect with sgd grafting (rmsprop and "
+            "adam use it).\n");
+  EXPECT_TRUE(std::filesystem::exists(dir / "W1.npy"));
+}
+
+TEST(ShampooCli, SeveralParameterAndOverrideErrors) {
+  REQUIRE_CLI();
+  TempDir dir;
+  std::vector<float> w(6, 0.0f), g(12, 0.0f), g3(18, 0.0f);
+  std::array<std::int64_t, 2> ws{2, 3};
+  std::array<std::int64_t, 3> gs{2, 2, 3};
+  std::array<std::int64_t, 3> g3s{3, 2, 3};
+  write_npy(dir / "W.npy", std::span<std::int64_t const>(ws), w);
+  write_npy(dir / "G.npy", std::span<std::int64_t const>(gs), g);
+  write_npy(dir / "G3.npy", std::span<std::int64_t const>(g3s), g3);
+  std::string const W = (dir / "W.npy").string(), G = (dir / "G.npy").string(),
+                    G3 = (dir / "G3.npy").string(), out = (dir / "O.npy").string();
+  auto r = run_cli(
+      dir, "shampoo run --param " + W + " --param " + W + " --grads " + G + " --out " + out);
+  EXPECT_EQ(r.err,
+            "tessel: --param is given 2 times, --grads 1 and --out 1; give one --grads and one "
+            "--out per --param, in the same order.\n");
+  r = run_cli(dir, "shampoo run --param " + W + " --param " + W + " --grads " + G + " --grads " +
+                       G3 + " --out " + out + " --out " + out + "2");
+  EXPECT_EQ(r.err, "tessel: " + G3 + " holds 3 steps but " + G +
+                       " holds 2; every parameter takes the same steps.\n");
+  write_npy(dir / "W64.npy", std::span<std::int64_t const>(ws), std::vector<double>(6, 0.0));
+  r = run_cli(dir, "shampoo run --param " + W + " --param " + (dir / "W64.npy").string() +
+                       " --grads " + G + " --grads " + G + " --out " + out + " --out " + out + "2");
+  EXPECT_EQ(r.err, "tessel: " + (dir / "W64.npy").string() + " holds f64 but " + W +
+                       " holds f32; one run steps parameters of one dtype.\n");
+  std::string const one = "shampoo run --param " + W + " --grads " + G + " --out " + out;
+  r = run_cli(dir, one + " --inverse-exponent-override 2");
+  EXPECT_EQ(r.err,
+            "tessel: --inverse-exponent-override \"2\" must read ORDER=EXPONENT or "
+            "ORDER:DIM=EXPONENT.\n");
+  r = run_cli(dir, one + " --inverse-exponent-override 2=0.5 --inverse-exponent-override 2:0=1");
+  EXPECT_EQ(r.err,
+            "tessel: --inverse-exponent-override gives order 2 twice; give each order one "
+            "ORDER=EXPONENT, or ORDER:DIM=EXPONENT items with distinct dimensions.\n");
+  r = run_cli(dir, one + " --load-state " + (dir / "missing.safetensors").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("missing.safetensors"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "O.npy"));
 }
 
 }  // namespace

@@ -1,14 +1,18 @@
 // `tessel plan shampoo`, `tessel plan distribute` and `tessel shampoo inv-root | run`: Shampoo's
 // blocking plan and rank assignment as JSON, inverse roots of a matrix in a .npy file, and a run
-// of Shampoo steps on one parameter from .npy files, with options named after Distributed
+// of Shampoo steps on parameters from .npy files, with options named after Distributed
 // Shampoo's, for cross-checks against the PyTorch implementation.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <tessel/io/npy.hpp>
@@ -56,19 +60,6 @@ index_t parse_integer_or_inf(std::string const& text, std::string_view option, i
   index_t v = parse_integer(text, option);
   if (v < minimum)
     detail::throw_error(detail::sentence(option, " must be >= ", minimum, " or inf, got ", v, "."));
-  return v;
-}
-
-double parse_real(std::string const& text, std::string_view option) {
-  std::size_t used = 0;
-  double v = 0.0;
-  try {
-    v = std::stod(text, &used);
-  } catch (std::exception const&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size())
-    detail::throw_error(detail::sentence(option, ": \"", text, "\" is not a number."));
   return v;
 }
 
@@ -178,8 +169,8 @@ std::vector<T> inverse_root_of(NpyArray const& a, index_t d, double root, double
 }
 
 void run_inv_root(InvRootOptions const& o) {
-  double const root = parse_real(o.root, "--root");
-  double const epsilon = parse_real(o.epsilon, "--epsilon");
+  double const root = parse_number(o.root, "--root");
+  double const epsilon = parse_number(o.epsilon, "--epsilon");
   shampoo::RootConfig config;
   config.method = parse_method(o.method, "--method");
   shampoo::check_root_arguments(root, epsilon, config);
@@ -232,7 +223,8 @@ void run_inv_root(InvRootOptions const& o) {
 // ---- tessel shampoo run ----
 
 struct RunOptions {
-  std::string param, grads, out, save_state;
+  std::vector<std::string> params, grads, outs;
+  std::string save_state, load_state;
   std::string lr = "0.01", beta1 = "0.9", beta2 = "1.0", beta3 = "-1", epsilon = "1e-12";
   std::string momentum = "0", dampening = "0";
   bool nesterov = false;
@@ -240,19 +232,57 @@ struct RunOptions {
   std::string max_dim = "1024", frequency = "1", start = "-1", bias_correction = "true";
   std::string grafting = "none", grafting_beta2, grafting_epsilon = "1e-10";
   std::string root_method = "eigen", target_dims = "1", factor_dtype = "f32";
+  std::vector<std::string> exponent_overrides;
+  bool pseudo_inverse = false;
+  std::string rank_atol = "0", rank_rtol = "0";
+  std::string perturb = "true", retry_double = "true";
+  std::string newton_iterations = "100", newton_tolerance = "1e-06";
+  std::string tolerated_failures = "3";
+  std::string preconditioner = "shampoo";
+  std::string ns_iterations = "5", ns_coefficients = "3.4445,-4.775,2.0315";
 };
+
+// "ORDER=E" (every dimension of order-ORDER blocks) or "ORDER:DIM=E" (one dimension), added to
+// `overrides`; the two forms may not be mixed for one order.
+void add_exponent_override(std::string const& text, shampoo::InverseExponentOverride& overrides) {
+  constexpr std::string_view option = "--inverse-exponent-override";
+  std::size_t const eq = text.find('=');
+  if (eq == std::string::npos)
+    detail::throw_error(detail::sentence(option, " \"", text,
+                                         "\" must read ORDER=EXPONENT or ORDER:DIM=EXPONENT."));
+  std::string const key = text.substr(0, eq);
+  double const e = parse_number(text.substr(eq + 1), option);
+  std::size_t const colon = key.find(':');
+  index_t const order = parse_integer(key.substr(0, colon), option);
+  auto [it, fresh] = overrides.try_emplace(order);
+  if (colon == std::string::npos) {
+    if (!fresh)
+      detail::throw_error(detail::sentence(option, " gives order ", order,
+                                           " twice; give each order one ORDER=EXPONENT, or "
+                                           "ORDER:DIM=EXPONENT items with distinct dimensions."));
+    it->second = e;
+    return;
+  }
+  if (fresh) it->second = std::map<index_t, double>{};
+  auto* per_dim = std::get_if<std::map<index_t, double>>(&it->second);
+  index_t const dim = parse_integer(key.substr(colon + 1), option);
+  if (per_dim == nullptr || !per_dim->emplace(dim, e).second)
+    detail::throw_error(detail::sentence(option, " gives order ", order,
+                                         " twice; give each order one ORDER=EXPONENT, or "
+                                         "ORDER:DIM=EXPONENT items with distinct dimensions."));
+}
 
 shampoo::Options to_options(RunOptions const& r) {
   shampoo::Options o;
-  o.lr = parse_real(r.lr, "--lr");
-  o.beta1 = parse_real(r.beta1, "--beta1");
-  o.beta2 = parse_real(r.beta2, "--beta2");
-  o.beta3 = parse_real(r.beta3, "--beta3");
-  o.epsilon = parse_real(r.epsilon, "--epsilon");
-  o.momentum = parse_real(r.momentum, "--momentum");
-  o.dampening = parse_real(r.dampening, "--dampening");
+  o.lr = parse_number(r.lr, "--lr");
+  o.beta1 = parse_number(r.beta1, "--beta1");
+  o.beta2 = parse_number(r.beta2, "--beta2");
+  o.beta3 = parse_number(r.beta3, "--beta3");
+  o.epsilon = parse_number(r.epsilon, "--epsilon");
+  o.momentum = parse_number(r.momentum, "--momentum");
+  o.dampening = parse_number(r.dampening, "--dampening");
   o.use_nesterov = r.nesterov;
-  o.weight_decay = parse_real(r.weight_decay, "--weight-decay");
+  o.weight_decay = parse_number(r.weight_decay, "--weight-decay");
   if (r.weight_decay_type == "decoupled")
     o.weight_decay_type = shampoo::WeightDecayType::decoupled;
   else if (r.weight_decay_type == "l2")
@@ -263,16 +293,18 @@ shampoo::Options to_options(RunOptions const& r) {
   o.precondition_frequency = parse_integer(r.frequency, "--precondition-frequency");
   o.start_preconditioning_step = parse_integer(r.start, "--start-preconditioning-step");
   o.use_bias_correction = parse_bool(r.bias_correction, "--use-bias-correction");
-  double const graft_eps = parse_real(r.grafting_epsilon, "--grafting-epsilon");
+  double const graft_eps = parse_number(r.grafting_epsilon, "--grafting-epsilon");
   auto beta2_or = [&](double fallback) {
-    return r.grafting_beta2.empty() ? fallback : parse_real(r.grafting_beta2, "--grafting-beta2");
+    return r.grafting_beta2.empty() ? fallback : parse_number(r.grafting_beta2, "--grafting-beta2");
   };
+  // Given for a grafting type that has no beta2 (or epsilon), the value is still passed on, so
+  // the optimizer's warning names it.
   if (r.grafting == "none")
-    o.grafting = shampoo::no_grafting();
+    o.grafting = {shampoo::GraftingType::none, beta2_or(1.0), graft_eps};
   else if (r.grafting == "sgd")
-    o.grafting = shampoo::sgd_grafting();
+    o.grafting = {shampoo::GraftingType::sgd, beta2_or(1.0), graft_eps};
   else if (r.grafting == "adagrad")
-    o.grafting = shampoo::adagrad_grafting(graft_eps);
+    o.grafting = {shampoo::GraftingType::adagrad, beta2_or(1.0), graft_eps};
   else if (r.grafting == "rmsprop")
     o.grafting = shampoo::rmsprop_grafting(beta2_or(0.99), graft_eps);
   else if (r.grafting == "adam")
@@ -281,60 +313,139 @@ shampoo::Options to_options(RunOptions const& r) {
     detail::throw_error(detail::sentence(
         "--grafting must be none, sgd, adagrad, rmsprop or adam, got \"", r.grafting, "\"."));
   o.root.method = parse_method(r.root_method, "--root-method");
+  o.root.eigen.pseudo_inverse = r.pseudo_inverse;
+  o.root.eigen.rank_atol = parse_number(r.rank_atol, "--rank-atol");
+  o.root.eigen.rank_rtol = parse_number(r.rank_rtol, "--rank-rtol");
+  o.root.eigen.perturb_before_computation = parse_bool(r.perturb, "--perturb-before-computation");
+  o.root.eigen.retry_double_precision = parse_bool(r.retry_double, "--retry-double-precision");
+  o.root.coupled_newton.max_iterations =
+      parse_integer(r.newton_iterations, "--coupled-newton-max-iterations");
+  o.root.coupled_newton.tolerance = parse_number(r.newton_tolerance, "--coupled-newton-tolerance");
+  o.num_tolerated_failed_amortized_computations =
+      parse_integer(r.tolerated_failures, "--num-tolerated-failed-amortized-computations");
+  if (r.preconditioner == "shampoo")
+    o.preconditioner = shampoo::PreconditionerType::shampoo;
+  else if (r.preconditioner == "spectral-descent")
+    o.preconditioner = shampoo::PreconditionerType::spectral_descent;
+  else if (r.preconditioner == "sign-descent")
+    o.preconditioner = shampoo::PreconditionerType::sign_descent;
+  else
+    detail::throw_error(detail::sentence(
+        "--preconditioner must be shampoo, spectral-descent or sign-descent, got \"",
+        r.preconditioner, "\"."));
+  o.newton_schulz.num_iterations = parse_integer(r.ns_iterations, "--newton-schulz-iterations");
+  std::vector<double> abc;
+  for (std::size_t start = 0; start <= r.ns_coefficients.size();) {
+    std::size_t const end = std::min(r.ns_coefficients.find(',', start), r.ns_coefficients.size());
+    abc.push_back(
+        parse_number(r.ns_coefficients.substr(start, end - start), "--newton-schulz-coefficients"));
+    start = end + 1;
+  }
+  if (abc.size() != 3)
+    detail::throw_error(detail::sentence("--newton-schulz-coefficients \"", r.ns_coefficients,
+                                         "\" has ", abc.size(), " numbers; give three: a,b,c."));
+  o.newton_schulz.a = abc[0];
+  o.newton_schulz.b = abc[1];
+  o.newton_schulz.c = abc[2];
+  for (auto const& text : r.exponent_overrides)
+    add_exponent_override(text, o.inverse_exponent_override);
   o.factor_matrix_dtype = parse_dtype(r.factor_dtype);
   shampoo::validate(o);
   return o;
 }
 
+// The parameters and their gradient files, read and checked before any step.
+struct RunInputs {
+  std::vector<NpyArray> params, grads;
+  DType dtype = DType::f32;
+  index_t steps = 0;
+};
+
+RunInputs read_run_inputs(RunOptions const& r) {
+  if (r.grads.size() != r.params.size() || r.outs.size() != r.params.size())
+    detail::throw_error(detail::sentence(
+        "--param is given ", r.params.size(), " times, --grads ", r.grads.size(), " and --out ",
+        r.outs.size(), "; give one --grads and one --out per --param, in the same order."));
+  RunInputs in;
+  for (std::size_t p = 0; p < r.params.size(); ++p) {
+    NpyArray w = read_npy(r.params[p]);
+    NpyArray g = read_npy(r.grads[p]);
+    if (w.dtype != DType::f32 && w.dtype != DType::f64)
+      detail::throw_error(detail::sentence(r.params[p], " holds ", dtype_name(w.dtype),
+                                           " values; shampoo run reads f32 or f64 parameters."));
+    if (p > 0 && w.dtype != in.dtype)
+      detail::throw_error(detail::sentence(r.params[p], " holds ", dtype_name(w.dtype), " but ",
+                                           r.params[0], " holds ", dtype_name(in.dtype),
+                                           "; one run steps parameters of one dtype."));
+    if (w.shape.size() > shampoo::max_param_rank)
+      detail::throw_error(detail::sentence(r.params[p], " has rank ", w.shape.size(),
+                                           "; Shampoo takes parameters of rank <= 8."));
+    bool fits = g.shape.size() == w.shape.size() + 1;
+    for (std::size_t k = 0; fits && k < w.shape.size(); ++k) fits = g.shape[k + 1] == w.shape[k];
+    if (!fits)
+      detail::throw_error(detail::sentence(
+          r.grads[p], " has shape ", tessel::detail::shape_text(g.shape), " but must be [steps, *",
+          tessel::detail::shape_text(w.shape), "] for the parameter in ", r.params[p], "."));
+    if (p > 0 && g.shape[0] != in.steps)
+      detail::throw_error(detail::sentence(r.grads[p], " holds ", g.shape[0], " steps but ",
+                                           r.grads[0], " holds ", in.steps,
+                                           "; every parameter takes the same steps."));
+    in.dtype = w.dtype;
+    in.steps = g.shape[0];
+    in.params.push_back(std::move(w));
+    in.grads.push_back(std::move(g));
+  }
+  return in;
+}
+
 template <class T>
-std::vector<T> run_steps(RunOptions const& r, shampoo::Options const& o, NpyArray const& w,
-                         NpyArray const& g, index_t steps, index_t max_dim, index_t target) {
-  std::vector<index_t> shape(w.shape.begin(), w.shape.end());
-  auto plan = shampoo::make_plan(shampoo::PlanOptions<index_t, index_t>{max_dim, target, 1},
-                                 std::vector<std::vector<index_t>>{shape});
+std::vector<std::vector<T>> run_steps(RunOptions const& r, shampoo::Options const& o,
+                                      RunInputs const& in, index_t max_dim, index_t target) {
+  std::vector<std::vector<index_t>> shapes;
+  for (auto const& w : in.params) shapes.emplace_back(w.shape.begin(), w.shape.end());
+  auto plan =
+      shampoo::make_plan(shampoo::PlanOptions<index_t, index_t>{max_dim, target, 1}, shapes);
   shampoo::Shampoo<T> opt(plan, o);
-  std::vector<T> param = w.as<T>();
-  std::vector<T> grads = g.as<T>();
-  std::size_t const n = param.size();
-  for (index_t t = 0; t < steps; ++t) {
-    std::span<T const> grad(grads.data() + static_cast<std::size_t>(t) * n, n);
-    opt.step({std::span<T>(param)}, {grad});
+  if (!r.load_state.empty()) shampoo::load_checkpoint(opt, r.load_state);
+  std::vector<std::vector<T>> params, grads;
+  for (std::size_t p = 0; p < in.params.size(); ++p) {
+    params.push_back(in.params[p].template as<T>());
+    grads.push_back(in.grads[p].template as<T>());
+  }
+  std::vector<std::span<T>> ps(params.begin(), params.end());
+  std::vector<std::span<T const>> gs(params.size());
+  for (index_t t = 0; t < in.steps; ++t) {
+    for (std::size_t p = 0; p < params.size(); ++p) {
+      std::size_t const n = params[p].size();
+      gs[p] = std::span<T const>(grads[p].data() + static_cast<std::size_t>(t) * n, n);
+    }
+    opt.step(ps, gs);
   }
   if (!r.save_state.empty()) shampoo::save_checkpoint(opt, r.save_state);
-  return param;
+  return params;
 }
 
 void run_shampoo(RunOptions const& r) {
   shampoo::Options const o = to_options(r);
   index_t const max_dim = parse_integer_or_inf(r.max_dim, "--max-preconditioner-dim", 1);
   index_t const target = parse_integer_or_inf(r.target_dims, "--target-dims", 1);
-  NpyArray w = read_npy(r.param);
-  NpyArray g = read_npy(r.grads);
-  if (w.dtype != DType::f32 && w.dtype != DType::f64)
-    detail::throw_error(detail::sentence(r.param, " holds ", dtype_name(w.dtype),
-                                         " values; shampoo run reads f32 or f64 parameters."));
-  if (w.shape.size() > shampoo::max_param_rank)
-    detail::throw_error(detail::sentence(r.param, " has rank ", w.shape.size(),
-                                         "; Shampoo takes parameters of rank <= 8."));
-  bool fits = g.shape.size() == w.shape.size() + 1;
-  for (std::size_t k = 0; fits && k < w.shape.size(); ++k) fits = g.shape[k + 1] == w.shape[k];
-  if (!fits)
-    detail::throw_error(detail::sentence(
-        r.grads, " has shape ", tessel::detail::shape_text(g.shape), " but must be [steps, *",
-        tessel::detail::shape_text(w.shape), "] for the parameter in ", r.param, "."));
-  index_t const steps = g.shape[0];
-  auto report = [&](auto const& result) {
-    write_npy(r.out, std::span<std::int64_t const>(w.shape), result);
-    std::cout << json_line({{"steps", steps},
-                            {"shape", w.shape},
-                            {"dtype", std::string(dtype_name(w.dtype))},
-                            {"out", r.out}})
+  RunInputs const in = read_run_inputs(r);
+  auto report = [&](auto const& results) {
+    for (std::size_t p = 0; p < results.size(); ++p)
+      write_npy(r.outs[p], std::span<std::int64_t const>(in.params[p].shape), results[p]);
+    nlohmann::json shapes = nlohmann::json::array();
+    for (auto const& w : in.params) shapes.push_back(w.shape);
+    bool const one = results.size() == 1;
+    std::cout << json_line({{"steps", in.steps},
+                            {"shape", one ? shapes[0] : shapes},
+                            {"dtype", std::string(dtype_name(in.dtype))},
+                            {"out", one ? nlohmann::json(r.outs[0]) : nlohmann::json(r.outs)}})
               << '\n';
   };
-  if (w.dtype == DType::f32)
-    report(run_steps<float>(r, o, w, g, steps, max_dim, target));
+  if (in.dtype == DType::f32)
+    report(run_steps<float>(r, o, in, max_dim, target));
   else
-    report(run_steps<double>(r, o, w, g, steps, max_dim, target));
+    report(run_steps<double>(r, o, in, max_dim, target));
 }
 
 }  // namespace
@@ -384,16 +495,23 @@ void add_shampoo_commands(CLI::App& app) {
 
   auto run = std::make_shared<RunOptions>();
   auto* run_cmd = sh->add_subcommand(
-      "run", "Run Shampoo on one parameter: one step per leading index of --grads.");
-  run_cmd->add_option("--param", run->param, "The initial parameter (.npy, f32 or f64)")
+      "run",
+      "Run Shampoo on parameters from .npy files: one step per leading index of their --grads.");
+  run_cmd
+      ->add_option("--param", run->params,
+                   "An initial parameter (.npy, f32 or f64); repeat for several")
       ->required();
-  run_cmd->add_option("--grads", run->grads, "Gradients (.npy) of shape [steps, *param.shape]")
+  run_cmd
+      ->add_option("--grads", run->grads,
+                   "Its gradients (.npy) of shape [steps, *param.shape]; one per --param")
       ->required();
-  run_cmd->add_option("--out", run->out, "The final parameter (.npy)")->required();
+  run_cmd->add_option("--out", run->outs, "Its final value (.npy); one per --param")->required();
   run_cmd->add_option("--save-state", run->save_state, "Also write the state (.safetensors)");
+  run_cmd->add_option("--load-state", run->load_state,
+                      "Start from a state written by --save-state (same parameters and options)");
   run_cmd->add_option("--lr", run->lr)->capture_default_str();
   run_cmd->add_option("--beta1", run->beta1)->capture_default_str();
-  run_cmd->add_option("--beta2", run->beta2)->capture_default_str();
+  run_cmd->add_option("--beta2", run->beta2, "In [0, 1]")->capture_default_str();
   run_cmd->add_option("--beta3", run->beta3, "-1: equal to beta1")->capture_default_str();
   run_cmd->add_option("--epsilon", run->epsilon)->capture_default_str();
   run_cmd->add_option("--momentum", run->momentum)->capture_default_str();
@@ -416,11 +534,44 @@ void add_shampoo_commands(CLI::App& app) {
   run_cmd->add_option("--grafting-epsilon", run->grafting_epsilon)->capture_default_str();
   run_cmd->add_option("--root-method", run->root_method, "eigen or coupled-newton")
       ->capture_default_str();
+  run_cmd->add_option("--inverse-exponent-override", run->exponent_overrides,
+                      "ORDER=EXPONENT or ORDER:DIM=EXPONENT (repeatable; 0 leaves a dimension "
+                      "unpreconditioned)");
+  run_cmd->add_flag("--pseudo-inverse", run->pseudo_inverse,
+                    "Eigen roots drop small eigenvalues instead of perturbing (needs --epsilon 0)");
+  run_cmd->add_option("--rank-atol", run->rank_atol, "Pseudo-inverse absolute threshold")
+      ->capture_default_str();
+  run_cmd->add_option("--rank-rtol", run->rank_rtol, "Pseudo-inverse relative threshold")
+      ->capture_default_str();
+  run_cmd
+      ->add_option("--perturb-before-computation", run->perturb,
+                   "Eigen roots add epsilon to the eigenvalues (true or false)")
+      ->capture_default_str();
+  run_cmd
+      ->add_option("--retry-double-precision", run->retry_double,
+                   "A failed float eigendecomposition is retried in double (true or false)")
+      ->capture_default_str();
+  run_cmd->add_option("--coupled-newton-max-iterations", run->newton_iterations)
+      ->capture_default_str();
+  run_cmd->add_option("--coupled-newton-tolerance", run->newton_tolerance)->capture_default_str();
+  run_cmd
+      ->add_option("--num-tolerated-failed-amortized-computations", run->tolerated_failures,
+                   "Failed inverse roots in a row before a step fails")
+      ->capture_default_str();
   run_cmd
       ->add_option("--target-dims", run->target_dims,
                    "target_parameter_dimensionality (an integer or inf)")
       ->capture_default_str();
   run_cmd->add_option("--factor-dtype", run->factor_dtype, "bf16, f16, f32 or f64")
+      ->capture_default_str();
+  run_cmd
+      ->add_option("--preconditioner", run->preconditioner,
+                   "shampoo, spectral-descent (Muon) or sign-descent")
+      ->capture_default_str();
+  run_cmd->add_option("--newton-schulz-iterations", run->ns_iterations)->capture_default_str();
+  run_cmd
+      ->add_option("--newton-schulz-coefficients", run->ns_coefficients,
+                   "a,b,c of X <- a X + b (X X^T) X + c (X X^T)^2 X")
       ->capture_default_str();
   run_cmd->callback([run] { run_shampoo(*run); });
 }

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Cross-check `tessel shampoo run` against Meta's Distributed Shampoo, step for step.
+
+  shampoo_crosscheck.py --tessel build/default/bin/tessel --optimizers PATH [--case NAME ...]
+
+PATH is a local checkout of facebookresearch/optimizers (its root goes on sys.path; nothing of it
+is copied here). Needs PyTorch and NumPy. For every case the script writes the parameters and
+per-step gradients as .npy files, runs the tessel CLI with the case's flags and
+DistributedShampoo with the same options in float64 on the CPU, and prints the largest
+difference of the final parameters relative to their largest magnitude. Exits with status 1 when
+a case differs by more than 1e-9 or fails on one side only. Distributed Shampoo computes its bias
+corrections in float32 (beta ** step with an int64 step tensor), so the cases turn bias correction
+off except "defaults" and the Adam-grafting ones, which are held to 1e-6 instead.
+"""
+import argparse
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+
+def cases():
+    """(name, parameter shapes, steps, tessel flags, Meta keyword factory, gradient scale)."""
+    import torch
+
+    def root_inv(m, **kw):
+        # Factors and inverse roots in float64 on both sides (tessel: --factor-dtype f64; its
+        # roots are in the parameters' dtype), so that the comparison is not float32 rounding.
+        return m.RootInvShampooPreconditionerConfig(
+            factor_matrix_dtype=torch.float64, inv_factor_matrix_dtype=torch.float64, **kw)
+
+    def meta_defaults(m, **kw):
+        args = dict(lr=0.01, betas=(0.9, 1.0), epsilon=1e-12, max_preconditioner_dim=1024,
+                    precondition_frequency=1, use_bias_correction=False,
+                    preconditioner_config=root_inv(m))
+        args.update(kw)
+        return args
+
+    def spectral(m, **kw):
+        return meta_defaults(
+            m, preconditioner_config=m.SpectralDescentPreconditionerConfig(),
+            distributed_config=m.SingleDeviceDistributedConfig(target_parameter_dimensionality=2),
+            **kw)
+
+    return [
+        ("defaults", [(6, 5), (7,)], 4, ["--use-bias-correction", "true"],
+         lambda m: meta_defaults(m, use_bias_correction=True), 1.0),
+        # beta2 = 0 keeps G G^T of one step: rank one, so epsilon must carry the root.
+        ("beta2_0", [(6, 5), (7,)], 4, ["--beta2", "0", "--epsilon", "0.1"],
+         lambda m: meta_defaults(m, betas=(0.9, 0.0), epsilon=0.1), 1.0),
+        ("beta2_0.95_adam", [(4, 3)], 5,
+         ["--beta2", "0.95", "--grafting", "adam", "--use-bias-correction", "true"],
+         lambda m: meta_defaults(m, betas=(0.9, 0.95), use_bias_correction=True,
+                                 grafting_config=m.AdamPreconditionerConfig(beta2=0.999,
+                                                                            epsilon=1e-10)), 1.0),
+        ("exponent_override", [(5, 4)], 3,
+         ["--inverse-exponent-override", "2:1=0", "--max-preconditioner-dim", "8"],
+         lambda m: meta_defaults(m, max_preconditioner_dim=8,
+                                 preconditioner_config=root_inv(
+                                     m, inverse_exponent_override={2: {1: 0.0}})), 1.0),
+        ("pseudo_inverse", [(3, 4)], 3,
+         ["--epsilon", "0", "--pseudo-inverse", "--rank-rtol", "1e-8", "--max-preconditioner-dim",
+          "4"],
+         lambda m: meta_defaults(
+             m, epsilon=0.0, max_preconditioner_dim=4,
+             preconditioner_config=root_inv(
+                 m, amortized_computation_config=m.EigenConfig(
+                     rank_deficient_stability_config=m.PseudoInverseConfig(rank_rtol=1e-8)))),
+         1.0),
+        ("spectral_descent", [(6, 4), (3, 8)], 4,
+         ["--preconditioner", "spectral-descent", "--target-dims", "2"],
+         lambda m: spectral(m), 1.0),
+        ("spectral_descent_adam_grafting", [(6, 4)], 4,
+         ["--preconditioner", "spectral-descent", "--target-dims", "2", "--grafting", "adam",
+          "--max-preconditioner-dim", "4", "--use-bias-correction", "true"],
+         lambda m: spectral(m, max_preconditioner_dim=4, use_bias_correction=True,
+                            grafting_config=m.AdamPreconditionerConfig(beta2=0.999,
+                                                                       epsilon=1e-10)), 1.0),
+        ("sign_descent", [(6, 4), (5,)], 3, ["--preconditioner", "sign-descent"],
+         lambda m: meta_defaults(m, preconditioner_config=m.SignDescentPreconditionerConfig()),
+         1.0),
+    ]
+
+
+def meta_module(path):
+    sys.path.insert(0, path)
+    import distributed_shampoo as ds  # noqa: E402
+    from distributed_shampoo.preconditioner import matrix_functions_types as mf  # noqa: E402
+
+    class M:
+        pass
+
+    m = M()
+    for mod in (ds, mf):
+        for name in dir(mod):
+            if not name.startswith("_"):
+                setattr(m, name, getattr(mod, name))
+    import distributed_shampoo.shampoo_types as st  # noqa: E402
+    for name in dir(st):
+        if not name.startswith("_"):
+            setattr(m, name, getattr(st, name))
+    return m
+
+
+def run_case(tessel, m, case, rng, workdir):
+    import torch
+    name, shapes, steps, flags, meta_kwargs, scale = case
+    params = [rng.standard_normal(s) for s in shapes]
+    grads = [scale * rng.standard_normal((steps,) + tuple(s)) for s in shapes]
+    cmd = [tessel, "shampoo", "run"]
+    for p, (w, g) in enumerate(zip(params, grads)):
+        wp, gp, op = (os.path.join(workdir, f"{name}_{k}{p}.npy") for k in ("w", "g", "o"))
+        np.save(wp, w)
+        np.save(gp, g)
+        cmd += ["--param", wp, "--grads", gp, "--out", op]
+    cmd += flags
+    if "--use-bias-correction" not in flags:
+        cmd += ["--use-bias-correction", "false"]
+    if "--preconditioner" not in flags:
+        cmd += ["--factor-dtype", "f64"]
+    t = subprocess.run(cmd, capture_output=True, text=True)
+    ws = [torch.nn.Parameter(torch.from_numpy(w.copy())) for w in params]
+    try:
+        opt = m.DistributedShampoo(ws, **meta_kwargs(m))
+        for step in range(steps):
+            for w, g in zip(ws, grads):
+                w.grad = torch.from_numpy(g[step].copy())
+            opt.step()
+        meta = [w.detach().numpy() for w in ws]
+        meta_error = None
+    except Exception as e:  # noqa: BLE001 - reported, not hidden
+        meta, meta_error = None, f"{type(e).__name__}: {e}"
+    if t.returncode != 0 or meta_error:
+        both = t.returncode != 0 and meta_error
+        print(f"{name:34s} tessel: {t.stderr.strip() or 'ran'} | Meta: {meta_error or 'ran'}")
+        return bool(both)
+    ours = [np.load(os.path.join(workdir, f"{name}_o{p}.npy")) for p in range(len(params))]
+    largest = max(float(np.abs(x).max()) for x in meta)
+    diff = max(float(np.abs(a - b).max()) for a, b in zip(ours, meta)) / max(largest, 1e-300)
+    moved = max(float(np.abs(a - w).max()) for a, w in zip(meta, params))
+    warn = t.stderr.strip().replace("\n", " ")
+    print(f"{name:34s} rel. difference {diff:.2e} (parameters moved by up to {moved:.2e})"
+          + (f"  [{warn}]" if warn else ""))
+    return diff <= (1e-6 if "true" in flags else 1e-9)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tessel", required=True)
+    ap.add_argument("--optimizers", required=True, help="checkout of facebookresearch/optimizers")
+    ap.add_argument("--case", action="append", help="run only these cases")
+    args = ap.parse_args()
+    m = meta_module(args.optimizers)
+    rng = np.random.default_rng(0)
+    ok = True
+    with tempfile.TemporaryDirectory() as workdir:
+        for case in cases():
+            if args.case and case[0] not in args.case:
+                continue
+            ok = run_case(os.path.abspath(args.tessel), m, case, rng, workdir) and ok
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
