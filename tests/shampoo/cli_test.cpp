@@ -274,6 +274,13 @@ TEST(ShampooCli, SeveralParameterAndOverrideErrors) {
   EXPECT_EQ(r.err,
             "tessel: --inverse-exponent-override gives order 2 twice; give each order one "
             "ORDER=EXPONENT, or ORDER:DIM=EXPONENT items with distinct dimensions.\n");
+  r = run_cli(dir, one + " --preconditioner muon");
+  EXPECT_EQ(r.err,
+            "tessel: --preconditioner must be shampoo, spectral-descent or sign-descent, got "
+            "\"muon\".\n");
+  r = run_cli(dir, one + " --newton-schulz-coefficients 3,-3.2");
+  EXPECT_EQ(r.err,
+            "tessel: --newton-schulz-coefficients \"3,-3.2\" has 2 numbers; give three: a,b,c.\n");
   r = run_cli(dir, one + " --load-state " + (dir / "missing.safetensors").string());
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("missing.safetensors"), std::string::npos) << r.err;

@@ -217,6 +217,13 @@ TEST(SpectralDescent, BlocksThatAreNot2DAreRefusedAndFactorOptionsAreWarned) {
   Options v;
   v.newton_schulz.num_iterations = -1;
   EXPECT_EQ(error_of([&] { validate(v); }), "newton_schulz num_iterations must be >= 0, got -1.");
+  v.newton_schulz.num_iterations = 5;
+  v.newton_schulz.b = std::nan("");
+  EXPECT_EQ(error_of([&] { validate(v); }),
+            "newton_schulz coefficients must be finite, got (3.4445, nan, 2.0315).");
+  v = Options{};
+  v.preconditioner = static_cast<PreconditionerType>(7);
+  EXPECT_EQ(error_of([&] { validate(v); }), "preconditioner 7 is not a PreconditionerType.");
   v = Options{};
   v.preconditioner = PreconditionerType::sign_descent;
   v.start_preconditioning_step = 0;
