@@ -185,9 +185,9 @@ TEST(DeviceShampoo, RefusesGradientsThatWouldOverflowAFactor) {
     FAIL();
   } catch (Error const& e) {
     EXPECT_STREQ(e.what(),
-                 "factor matrix 0 of parameter 1, block 1 would overflow at step 1: its entries "
-                 "could reach 1.6069380442589903e+60 (1 times its largest magnitude 0 plus 1 "
-                 "times the gradient's largest squared norm along mode 0, "
+                 "factor matrix 0 of parameter 1, block 1 would overflow at step 1: its largest "
+                 "entry could reach 1.6069380442589903e+60 (1 times the old entry plus 1 times "
+                 "the gradient's part, whose squared row norms along mode 0 reach "
                  "1.6069380442589903e+60), more than f32 holds (3.4028234663852886e+38); nothing "
                  "was changed.");
   }

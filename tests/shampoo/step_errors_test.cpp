@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -331,6 +332,32 @@ TEST(ShampooStepErrors, TheBoundIsTheNewFactorsLargestEntry) {
             "squared row norms along mode 0 reach 40000), more than f16 holds (65504); nothing "
             "was changed.");
   EXPECT_EQ(opt.step_count(), 2);
+}
+
+TEST(ShampooStepErrors, ALoadedStateIsBoundedFromItsFactorsNotFromBeforeTheLoad) {
+  // The step's cheap bound uses the previous step's bound on max|F|; a loaded state resets it to
+  // unknown, so the first step after a load reads the factors. Here the loaded f16 factor holds
+  // 60000 on its diagonal: gradient (100, 0) would take it to 70000, more than f16 holds, though
+  // a fresh optimizer's bound (zero factors) would have let it pass.
+  auto plan = make_plan(PlanOptions<index_t, index_t>{2, 1, 1, DType::f32},
+                        std::vector<std::vector<index_t>>{{2}});
+  Options o;
+  o.factor_matrix_dtype = DType::f16;
+  o.epsilon = 0.01;
+  Shampoo<float> source(plan, o);
+  std::vector<std::vector<float>> params{{0.5f, -0.3f}};
+  std::vector<std::span<float>> ps(params.begin(), params.end());
+  std::vector<float> g{std::sqrt(60000.0f), 0.0f};
+  source.step(ps, {std::span<float const>(g)});
+  ASSERT_EQ(source.factor_matrix(0, 0)[0], 60000.0f);
+  Shampoo<float> loaded(plan, o);
+  loaded.load_state_dict(source.state_dict());
+  std::vector<std::vector<float>> grads{{100.0f, 0.0f}};
+  EXPECT_EQ(failed_step(loaded, params, grads),
+            "factor matrix 0 of parameter 0, block 0 would overflow at step 2: its largest entry "
+            "could reach 70000 (1 times the old entry plus 1 times the gradient's part, whose "
+            "squared row norms along mode 0 reach 10000), more than f16 holds (65504); nothing "
+            "was changed.");
 }
 
 TEST(ShampooStepErrors, BetaTwoZeroKeepsOnlyTheLatestOuterProduct) {

@@ -364,50 +364,99 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       assign(flat(grad_flags_.data() + p, 1), sum(g * T(0), keep), executor_);
     }
     gather_segments(params, grads, s);
+    // Row norms of every mode (scratch per mode, for the tight bounds below), max_i r_i per slot.
     for (auto& g : groups_) {
       if (g.numel == 0) continue;
+      double* norms = g.row_norms.data();
       for (std::size_t j = 0; j < g.modes.size(); ++j) {
         auto const& m = g.modes[j];
-        visit_factor_dtype(m.dtype, [&](auto u) {
-          using U = decltype(u);
-          stages::factor_bound_inputs(executor_, reinterpret_cast<U const*>(m.factors.data()),
-                                      g.grad.data(), g.count, g.shape, m.dim,
-                                      static_cast<double>(s.beta2), static_cast<double>(s.weight),
-                                      g.row_norms.data(), g.per_slot.data() + 2 * j * g.count);
-        });
+        stages::row_norm_inputs(executor_, g.grad.data(), g.count, g.shape, m.dim, norms,
+                                g.per_slot.data() + (2 * j + 1) * g.count);
+        norms += g.count * m.d;
       }
     }
     std::vector<T> flags(plan_.num_params());
     B::to_host(executor_, grad_flags_.data(), static_cast<index_t>(flags.size()), flags.data());
+    auto read_per_slot = [&](std::vector<std::vector<double>>& inputs) {
+      for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+        auto const& g = groups_[gi];
+        inputs[gi].resize(2 * g.modes.size() * static_cast<std::size_t>(g.count));
+        B::to_host(executor_, g.per_slot.data(), static_cast<index_t>(inputs[gi].size()),
+                   inputs[gi].data());
+      }
+      B::wait(executor_);
+    };
     std::vector<std::vector<double>> inputs(groups_.size());
-    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-      auto const& g = groups_[gi];
-      inputs[gi].resize(2 * g.modes.size() * static_cast<std::size_t>(g.count));
-      B::to_host(executor_, g.per_slot.data(), static_cast<index_t>(inputs[gi].size()),
-                 inputs[gi].data());
-    }
-    B::wait(executor_);
+    read_per_slot(inputs);
     for (std::size_t p = 0; p < flags.size(); ++p)
       if (!(flags[p] == T(0))) throw_non_finite_gradient(p, grads[p]);
+    // The cheap bound per slot; the tight one for every mode where some slot's cheap one fails.
+    double const beta2 = static_cast<double>(s.beta2), weight = static_cast<double>(s.weight);
+    auto const at = [](std::size_t j, index_t count, index_t slot) {
+      return 2 * j * static_cast<std::size_t>(count) + static_cast<std::size_t>(slot);
+    };
+    bool tight = false;
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+      auto& g = groups_[gi];
+      if (g.numel == 0) continue;
+      double* norms = g.row_norms.data();
+      for (std::size_t j = 0; j < g.modes.size(); ++j) {
+        auto& m = g.modes[j];
+        m.pending.assign(static_cast<std::size_t>(g.count), 0.0);
+        bool all_fit = true;
+        for (index_t slot = 0; slot < g.count; ++slot) {
+          double const largest_r =
+              inputs[gi][at(j, g.count, slot) + static_cast<std::size_t>(g.count)];
+          double const cheap = beta2 * m.bound[static_cast<std::size_t>(slot)] + weight * largest_r;
+          inputs[gi][at(j, g.count, slot)] = cheap;
+          all_fit =
+              all_fit && bound_fits<T>(cheap, g.numel / std::max<index_t>(m.d, 1), m.dtype, s);
+        }
+        if (!all_fit) {
+          tight = true;
+          visit_factor_dtype(m.dtype, [&](auto u) {
+            using U = decltype(u);
+            stages::entry_bounds(executor_, reinterpret_cast<U const*>(m.factors.data()), g.count,
+                                 m.d, beta2, weight, norms, g.per_slot.data() + 2 * j * g.count);
+          });
+        }
+        norms += g.count * m.d;
+      }
+    }
+    if (tight) {
+      // Only the modes that ran entry_bounds take the tight bounds read back.
+      std::vector<std::vector<double>> fresh(groups_.size());
+      read_per_slot(fresh);
+      for (std::size_t gi = 0; gi < groups_.size(); ++gi)
+        for (std::size_t j = 0; j < groups_[gi].modes.size(); ++j) {
+          auto const& g = groups_[gi];
+          bool all_fit = true;
+          for (index_t slot = 0; slot < g.count; ++slot)
+            all_fit = all_fit && bound_fits<T>(inputs[gi][at(j, g.count, slot)],
+                                               g.numel / std::max<index_t>(g.modes[j].d, 1),
+                                               g.modes[j].dtype, s);
+          if (!all_fit)
+            for (index_t slot = 0; slot < g.count; ++slot)
+              inputs[gi][at(j, g.count, slot)] = fresh[gi][at(j, g.count, slot)];
+        }
+    }
     std::optional<BlockFailure> first;
     for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-      auto const& g = groups_[gi];
+      auto& g = groups_[gi];
       if (g.numel == 0) continue;
       for (index_t slot = 0; slot < g.count; ++slot) {
         auto const b = static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(slot)]);
-        if (first && first->block < b) continue;
         for (std::size_t j = 0; j < g.modes.size(); ++j) {
-          auto const& m = g.modes[j];
-          auto const at =
-              2 * j * static_cast<std::size_t>(g.count) + static_cast<std::size_t>(slot);
-          std::string e = factor_bound_error<T>(j, m.dim, plan_.blocks[b].param,
-                                                plan_.blocks[b].index, step_ + 1, inputs[gi][at],
-                                                inputs[gi][at + static_cast<std::size_t>(g.count)],
-                                                g.numel / std::max<index_t>(m.d, 1), m.dtype, s);
-          if (!e.empty()) {
-            first = BlockFailure{b, std::move(e)};
-            break;
-          }
+          auto& m = g.modes[j];
+          double const bound = inputs[gi][at(j, g.count, slot)];
+          m.pending[static_cast<std::size_t>(slot)] =
+              bound * bound_rounding<T>(g.numel / std::max<index_t>(m.d, 1), m.dtype);
+          if (first && first->block <= b) continue;
+          std::string e = factor_bound_error<T>(
+              j, m.dim, plan_.blocks[b].param, plan_.blocks[b].index, step_ + 1, bound,
+              inputs[gi][at(j, g.count, slot) + static_cast<std::size_t>(g.count)],
+              g.numel / std::max<index_t>(m.d, 1), m.dtype, s);
+          if (!e.empty()) first = BlockFailure{b, std::move(e)};
         }
       }
     }
@@ -440,6 +489,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                                               bool stage_momentum) {
     ++step_;
     StepScalars<T> const s = step_scalars<T>(options_, step_);
+    for (auto& g : groups_)
+      for (auto& m : g.modes) std::swap(m.bound, m.pending);  // the accepted pre-check's bounds
     for (auto& g : groups_) accumulate(g, s);
     for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
       auto const& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
@@ -781,7 +832,11 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       });
     B::wait(executor_);
     step_ = step;
-    for (auto& g : groups_) std::fill(g.failures.begin(), g.failures.end(), 0);
+    for (auto& g : groups_) {
+      std::fill(g.failures.begin(), g.failures.end(), 0);
+      for (auto& m : g.modes)  // unknown until the next step reads the loaded factors
+        m.bound.assign(static_cast<std::size_t>(g.count), std::numeric_limits<double>::infinity());
+    }
   }
 
   Plan plan_;
@@ -963,7 +1018,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       for (index_t i = 0; i < g.count * m.d; ++i)
         identities[static_cast<std::size_t>(i * m.d + i % m.d)] = T(1);  // slot i / d, row i % d
       B::from_host(executor_, identities.data(), nn, m.inverse_roots.data());
-      B::wait(executor_);  // identities is about to go
+      B::wait(executor_);                                      // identities is about to go
+      m.bound.assign(static_cast<std::size_t>(g.count), 0.0);  // zero factors
       g.modes.push_back(std::move(m));
     }
     index_t const n = g.count * g.numel;
@@ -979,9 +1035,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     g.scale = B::template allocate<T>(g.count);
     g.per_slot = B::template allocate<double>(
         2 * g.count * std::max<index_t>(1, static_cast<index_t>(g.modes.size())));
-    index_t largest_d = 1;
-    for (auto const& m : g.modes) largest_d = std::max(largest_d, m.d);
-    g.row_norms = B::template allocate<double>(g.count * largest_d);
+    index_t all_d = 0;
+    for (auto const& m : g.modes) all_d += m.d;
+    g.row_norms = B::template allocate<double>(g.count * std::max<index_t>(all_d, 1));
     g.blocks.assign(static_cast<std::size_t>(g.count), 0);
     g.failures.assign(static_cast<std::size_t>(g.count), 0);
     g.errors.resize(static_cast<std::size_t>(g.count));

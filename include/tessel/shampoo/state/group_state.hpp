@@ -34,6 +34,9 @@ struct GroupState {
     DType dtype = DType::f32;
     Buffer<std::byte> factors;  // count * d * d elements of dtype
     Buffer<T> inverse_roots;    // count * d * d
+    // Per slot: a bound on max|F| of the stored factor (inf: unknown), from the last accepted
+    // step's overflow pre-check (step/bounds.hpp), and the one the check in progress found.
+    std::vector<double> bound, pending;
 
     // The factors as T, when that is how they are stored (no conversion needed).
     T* factors_as_t() const {
@@ -50,7 +53,7 @@ struct GroupState {
   Buffer<T> grad, direction, search, spare;
   Buffer<T> scale;                  // per slot: the grafting rescale
   Buffer<double> per_slot;          // per slot and mode: the bound inputs, then the norms
-  Buffer<double> row_norms;         // per slot and mode: the overflow pre-check's scratch
+  Buffer<double> row_norms;         // per mode and slot: the overflow pre-check's r_i
   std::vector<index_t> blocks;      // plan block of each slot
   std::vector<index_t> failures;    // consecutive failed amortized computations, per slot
   std::vector<std::string> errors;  // this step's, per slot
