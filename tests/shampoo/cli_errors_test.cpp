@@ -99,7 +99,8 @@ TEST(ShampooCliErrors, RunRejectsBadParametersAndOptions) {
            " --out " + out.string() + extra;
   };
   EXPECT_EQ(failure_of(dir, args(w, " --weight-decay-type l1"), out),
-            "tessel: --weight-decay-type must be decoupled or l2, got \"l1\".\n");
+            "tessel: --weight-decay-type must be decoupled, l2, corrected or independent, got "
+            "\"l1\".\n");
   auto const ints = matrix<std::int64_t>(dir, "WI.npy", std::vector<std::int64_t>(6, 0), 2);
   EXPECT_EQ(
       failure_of(dir, args(ints), out),

@@ -76,13 +76,13 @@ TEST(ShampooOptions, EveryOptionWithoutEffectIsNamed) {
   EXPECT_EQ(ignored([](Options& o) { o.weight_decay_type = WeightDecayType::l2; }),
             V{"weight_decay_type l2 has no effect with weight_decay 0."});
   EXPECT_EQ(ignored([](Options& o) {
-              o.grafting = {GraftingType::sgd, 0.9, 1e-8};
+              o.grafting = {GraftingType::sgd, 0.9, 1e-8, false};
             }),
             (V{"grafting beta2 0.9 has no effect with sgd grafting (rmsprop and adam use it).",
                "grafting epsilon 1e-08 has no effect with sgd grafting (adagrad, rmsprop and adam "
                "use it)."}));
   EXPECT_EQ(ignored([](Options& o) {
-              o.grafting = {GraftingType::adagrad, 0.9, 1e-8};
+              o.grafting = {GraftingType::adagrad, 0.9, 1e-8, false};
             }),
             V{"grafting beta2 0.9 has no effect with adagrad grafting (rmsprop and adam use it)."});
   EXPECT_EQ(ignored([](Options& o) { o.grafting = adam_grafting(0.9, 1e-8); }), V{});
@@ -358,6 +358,84 @@ TEST(ShampooStepErrors, ALoadedStateIsBoundedFromItsFactorsNotFromBeforeTheLoad)
             "could reach 70000 (1 times the old entry plus 1 times the gradient's part, whose "
             "squared row norms along mode 0 reach 10000), more than f16 holds (65504); nothing "
             "was changed.");
+}
+
+TEST(ShampooStep, DroppedWeightingTraceScalingAndPeakLrWeightDecays) {
+  auto plan = make_plan(PlanOptions<index_t, index_t>{2, 1, 1, DType::f32},
+                        std::vector<std::vector<index_t>>{{2}});
+  auto run = [&](Options const& o, std::vector<std::vector<double>> const& grads,
+                 double set_lr = -1.0) {
+    Shampoo<double> opt(plan, o);
+    if (set_lr >= 0.0) opt.set_lr(set_lr);
+    std::vector<double> w{0.5, -0.25};
+    for (auto const& g : grads) opt.step({std::span<double>(w)}, {std::span<double const>(g)});
+    return std::pair{w, opt.state_dict()};
+  };
+  auto tensor = [](StateDict const& s, std::vector<std::string> key) {
+    auto const& t = s.at(key);
+    std::vector<double> v(t.data.size() / sizeof(double));
+    std::memcpy(v.data(), t.data.data(), t.data.size());
+    return v;
+  };
+  // Factors without the (1 - beta2) weight: F = 0.9 g1 g1^T + g2 g2^T, no bias correction.
+  Options drop;
+  drop.beta2 = 0.9;
+  drop.drop_weighting_factor_on_gsquare = true;
+  drop.factor_matrix_dtype = DType::f64;
+  drop.grafting = adam_grafting();
+  drop.grafting.drop_weighting_factor_on_gsquare = true;
+  auto const [w, state] = run(drop, {{1.0, 2.0}, {3.0, -1.0}});
+  EXPECT_EQ(tensor(state, {"0", "block_0", "shampoo", "factor_matrices", "0"}),
+            (std::vector<double>{0.9 * 1 + 9, 0.9 * 2 - 3, 0.9 * 2 - 3, 0.9 * 4 + 1}));
+  // The Adam grafting accumulator likewise: 0.999 g1^2 + g2^2.
+  EXPECT_EQ(tensor(state, {"0", "block_0", "adagrad"}),
+            (std::vector<double>{0.999 * 1 + 9, 0.999 * 4 + 1}));
+  // Trace scaling: for g = (3, 4), F = g g^T has trace 25; F / sqrt(25) has g as an eigenvector
+  // with eigenvalue 5, so the update is lr g / sqrt(5 + epsilon) (25 without scaling). The
+  // other eigenvalue is 0: epsilon 1e-12 turns the rounding of g's component there (1e-16) into
+  // about 1e-10.
+  Options trace;
+  trace.beta1 = 0.0;
+  trace.lr = 1.0;
+  trace.use_trace_scaling = true;
+  trace.factor_matrix_dtype = DType::f64;
+  auto const scaled = run(trace, {{3.0, 4.0}}).first;
+  EXPECT_NEAR(scaled[0], 0.5 - 3.0 / std::sqrt(5.0), 1e-9);
+  EXPECT_NEAR(scaled[1], -0.25 - 4.0 / std::sqrt(5.0), 1e-9);
+  trace.use_trace_scaling = false;
+  EXPECT_NEAR(run(trace, {{3.0, 4.0}}).first[0], 0.5 - 3.0 / 5.0, 1e-9);
+  // Corrected and independent decay divide by the lr the optimizer was built with (0.1), at
+  // the lr of the step (0.05): a zero gradient leaves the decay alone in the update.
+  Options decay;
+  decay.beta1 = 0.0;
+  decay.lr = 0.1;
+  decay.weight_decay = 0.1;
+  decay.weight_decay_type = WeightDecayType::corrected;
+  auto const corrected = run(decay, {{0.0, 0.0}}, 0.05).first;
+  EXPECT_NEAR(corrected[0], 0.5 * (1 - 0.05 * 0.1 * 0.05 / 0.1), 1e-15);
+  decay.weight_decay_type = WeightDecayType::independent;
+  auto const independent = run(decay, {{0.0, 0.0}}, 0.05).first;
+  EXPECT_NEAR(independent[0], 0.5 * (1 - 0.05 * 0.1 / 0.1), 1e-15);
+  decay.lr = 0.0;
+  EXPECT_EQ(error_of([&] { validate(decay); }),
+            "lr must be > 0 with independent weight decay, which divides by the lr the optimizer "
+            "is built with, got 0.");
+  Options t;
+  t.use_trace_scaling = true;
+  t.trace_scaling_exponent = 1.5;
+  EXPECT_EQ(error_of([&] { validate(t); }),
+            "trace_scaling_exponent must be in (0, 1] with use_trace_scaling, got 1.5.");
+  t.use_trace_scaling = false;
+  t.drop_weighting_factor_on_gsquare = true;
+  t.grafting = sgd_grafting();
+  t.grafting.drop_weighting_factor_on_gsquare = true;
+  EXPECT_EQ(ignored_options(t),
+            (std::vector<std::string>{
+                "trace_scaling_exponent 1.5 has no effect without use_trace_scaling.",
+                "drop_weighting_factor_on_gsquare has no effect with beta2 1 (the weight is "
+                "already 1 and there is no bias correction).",
+                "grafting drop_weighting_factor_on_gsquare has no effect with sgd grafting "
+                "(rmsprop and adam use it)."}));
 }
 
 TEST(ShampooStepErrors, BetaTwoZeroKeepsOnlyTheLatestOuterProduct) {

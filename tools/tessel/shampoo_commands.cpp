@@ -239,6 +239,8 @@ struct RunOptions {
   std::string newton_iterations = "100", newton_tolerance = "1e-06";
   std::string tolerated_failures = "3";
   std::string preconditioner = "shampoo";
+  bool drop_weighting = false, grafting_drop = false, trace_scaling = false;
+  std::string trace_exponent = "0.5";
   std::string ns_iterations = "5", ns_coefficients = "3.4445,-4.775,2.0315";
 };
 
@@ -287,9 +289,14 @@ shampoo::Options to_options(RunOptions const& r) {
     o.weight_decay_type = shampoo::WeightDecayType::decoupled;
   else if (r.weight_decay_type == "l2")
     o.weight_decay_type = shampoo::WeightDecayType::l2;
+  else if (r.weight_decay_type == "corrected")
+    o.weight_decay_type = shampoo::WeightDecayType::corrected;
+  else if (r.weight_decay_type == "independent")
+    o.weight_decay_type = shampoo::WeightDecayType::independent;
   else
-    detail::throw_error(detail::sentence("--weight-decay-type must be decoupled or l2, got \"",
-                                         r.weight_decay_type, "\"."));
+    detail::throw_error(detail::sentence(
+        "--weight-decay-type must be decoupled, l2, corrected or independent, got \"",
+        r.weight_decay_type, "\"."));
   o.precondition_frequency = parse_integer(r.frequency, "--precondition-frequency");
   o.start_preconditioning_step = parse_integer(r.start, "--start-preconditioning-step");
   o.use_bias_correction = parse_bool(r.bias_correction, "--use-bias-correction");
@@ -300,15 +307,15 @@ shampoo::Options to_options(RunOptions const& r) {
   // Given for a grafting type that has no beta2 (or epsilon), the value is still passed on, so
   // the optimizer's warning names it.
   if (r.grafting == "none")
-    o.grafting = {shampoo::GraftingType::none, beta2_or(1.0), graft_eps};
+    o.grafting = {shampoo::GraftingType::none, beta2_or(1.0), graft_eps, r.grafting_drop};
   else if (r.grafting == "sgd")
-    o.grafting = {shampoo::GraftingType::sgd, beta2_or(1.0), graft_eps};
+    o.grafting = {shampoo::GraftingType::sgd, beta2_or(1.0), graft_eps, r.grafting_drop};
   else if (r.grafting == "adagrad")
-    o.grafting = {shampoo::GraftingType::adagrad, beta2_or(1.0), graft_eps};
+    o.grafting = {shampoo::GraftingType::adagrad, beta2_or(1.0), graft_eps, r.grafting_drop};
   else if (r.grafting == "rmsprop")
-    o.grafting = shampoo::rmsprop_grafting(beta2_or(0.99), graft_eps);
+    o.grafting = {shampoo::GraftingType::rmsprop, beta2_or(0.99), graft_eps, r.grafting_drop};
   else if (r.grafting == "adam")
-    o.grafting = shampoo::adam_grafting(beta2_or(0.999), graft_eps);
+    o.grafting = {shampoo::GraftingType::adam, beta2_or(0.999), graft_eps, r.grafting_drop};
   else
     detail::throw_error(detail::sentence(
         "--grafting must be none, sgd, adagrad, rmsprop or adam, got \"", r.grafting, "\"."));
@@ -350,6 +357,9 @@ shampoo::Options to_options(RunOptions const& r) {
   for (auto const& text : r.exponent_overrides)
     add_exponent_override(text, o.inverse_exponent_override);
   o.factor_matrix_dtype = parse_dtype(r.factor_dtype);
+  o.drop_weighting_factor_on_gsquare = r.drop_weighting;
+  o.use_trace_scaling = r.trace_scaling;
+  o.trace_scaling_exponent = parse_number(r.trace_exponent, "--trace-scaling-exponent");
   shampoo::validate(o);
   return o;
 }
@@ -518,7 +528,9 @@ void add_shampoo_commands(CLI::App& app) {
   run_cmd->add_option("--dampening", run->dampening)->capture_default_str();
   run_cmd->add_flag("--nesterov", run->nesterov, "Nesterov momentum");
   run_cmd->add_option("--weight-decay", run->weight_decay)->capture_default_str();
-  run_cmd->add_option("--weight-decay-type", run->weight_decay_type, "decoupled or l2")
+  run_cmd
+      ->add_option("--weight-decay-type", run->weight_decay_type,
+                   "decoupled, l2, corrected (times lr / peak lr) or independent (/ peak lr)")
       ->capture_default_str();
   run_cmd->add_option("--max-preconditioner-dim", run->max_dim, "An integer or inf")
       ->capture_default_str();
@@ -569,6 +581,14 @@ void add_shampoo_commands(CLI::App& app) {
                    "shampoo, spectral-descent (Muon) or sign-descent")
       ->capture_default_str();
   run_cmd->add_option("--newton-schulz-iterations", run->ns_iterations)->capture_default_str();
+  run_cmd->add_flag("--drop-weighting-factor-on-gsquare", run->drop_weighting,
+                    "Factors gain G G^T, not (1 - beta2) G G^T, and no bias correction");
+  run_cmd->add_flag("--grafting-drop-weighting-factor-on-gsquare", run->grafting_drop,
+                    "The same for the rmsprop / adam grafting accumulator");
+  run_cmd->add_flag("--use-trace-scaling", run->trace_scaling,
+                    "Scale each factor by trace^(-exponent) before its root");
+  run_cmd->add_option("--trace-scaling-exponent", run->trace_exponent, "In (0, 1]")
+      ->capture_default_str();
   run_cmd
       ->add_option("--newton-schulz-coefficients", run->ns_coefficients,
                    "a,b,c of X <- a X + b (X X^T) X + c (X X^T)^2 X")

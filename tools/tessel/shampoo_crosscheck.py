@@ -70,6 +70,21 @@ def cases():
                  m, amortized_computation_config=m.EigenConfig(
                      rank_deficient_stability_config=m.PseudoInverseConfig(rank_rtol=1e-8)))),
          1.0),
+        ("trace_scaling", [(5, 4)], 3, ["--use-trace-scaling", "--epsilon", "1e-6"],
+         lambda m: meta_defaults(m, epsilon=1e-6,
+                                 preconditioner_config=root_inv(m, use_trace_scaling=True)), 1.0),
+        ("drop_weighting_rmsprop", [(5, 4)], 3,
+         ["--beta2", "0.9", "--drop-weighting-factor-on-gsquare", "--grafting", "rmsprop",
+          "--grafting-drop-weighting-factor-on-gsquare"],
+         lambda m: meta_defaults(
+             m, betas=(0.9, 0.9),
+             preconditioner_config=root_inv(m, drop_weighting_factor_on_gsquare=True),
+             grafting_config=m.RMSpropPreconditionerConfig(
+                 beta2=0.99, epsilon=1e-10, drop_weighting_factor_on_gsquare=True)), 1.0),
+        ("independent_weight_decay", [(5, 4)], 3,
+         ["--weight-decay", "0.001", "--weight-decay-type", "independent"],
+         lambda m: meta_defaults(m, weight_decay=0.001,
+                                 weight_decay_type=m.WeightDecayType.INDEPENDENT), 1.0),
         ("spectral_descent", [(6, 4), (3, 8)], 4,
          ["--preconditioner", "spectral-descent", "--target-dims", "2"],
          lambda m: spectral(m), 1.0),

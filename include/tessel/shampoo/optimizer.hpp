@@ -356,7 +356,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // The executor is waited for once.
   std::optional<BlockFailure> check_gradients_and_bounds(std::vector<T*> const& params,
                                                          std::vector<T const*> const& grads) {
-    StepScalars<T> const s = step_scalars<T>(options_, step_ + 1);
+    StepScalars<T> const s = step_scalars<T>(options_, step_ + 1, peak_lr_);
     for (std::size_t p = 0; p < plan_.num_params(); ++p) {
       index_t const n = param_numel(p);
       auto const g = B::view(grads[p], make_layout(make_shape(n)));
@@ -488,7 +488,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                                               std::vector<T const*> const&, T* updates,
                                               bool stage_momentum) {
     ++step_;
-    StepScalars<T> const s = step_scalars<T>(options_, step_);
+    StepScalars<T> const s = step_scalars<T>(options_, step_, peak_lr_);
     for (auto& g : groups_)
       for (auto& m : g.modes) std::swap(m.bound, m.pending);  // the accepted pre-check's bounds
     for (auto& g : groups_) accumulate(g, s);
@@ -561,8 +561,20 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       auto const layout = detail::matrices_layout(g.count, m.d);
       auto const in = cast<double>(B::view(factors[j], layout)) / s.bias_correction2;
       auto out = B::template scratch<T>(executor_, g.count * m.d * m.d);
-      inverse_roots<T>(executor_, in, B::view(out.data(), layout), g.count, m.d, m.root,
-                       options_.epsilon, options_.root, std::span<RootResult>(results));
+      if (options_.use_trace_scaling) {
+        // Per slot: max(trace(F / bc2), epsilon)^(-exponent), broadcast over the matrix.
+        double* scale = g.per_slot.data();
+        stages::trace_scales(executor_, factors[j], g.count, m.d, s.bias_correction2,
+                             options_.epsilon, options_.trace_scaling_exponent, scale);
+        auto const per_matrix =
+            make_layout(make_shape(g.count, m.d, m.d), make_stride(Int<1>{}, Int<0>{}, Int<0>{}));
+        inverse_roots<T>(executor_, in * B::view(static_cast<double const*>(scale), per_matrix),
+                         B::view(out.data(), layout), g.count, m.d, m.root, options_.epsilon,
+                         options_.root, std::span<RootResult>(results));
+      } else {
+        inverse_roots<T>(executor_, in, B::view(out.data(), layout), g.count, m.d, m.root,
+                         options_.epsilon, options_.root, std::span<RootResult>(results));
+      }
       std::vector<T> commit(static_cast<std::size_t>(g.count), T(0));
       for (index_t slot = 0; slot < g.count; ++slot) {
         auto const i = static_cast<std::size_t>(slot);
@@ -846,6 +858,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   std::vector<index_t> update_offsets_;        // per plan block, and the total at the end
   typename B::template Buffer<T> grad_flags_;  // per parameter: sum(grad * 0)
   index_t step_ = 0;
+  double peak_lr_ = 0.0;  // the lr at construction (corrected and independent weight decay)
 };
 
 // The optimizer: ShampooBase<T, X> (everything but the plan) and the passes over the plan's
@@ -976,6 +989,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     exec::Executor<X> void ShampooBase<T, X>::build() {
   validate(options_);
   for (std::string const& w : ignored_options(options_)) tessel::detail::warn(w);
+  peak_lr_ = options_.lr;
   groups_.resize(plan_.num_groups());
   auto const all_segments = segments(plan_);
   for (std::size_t gi = 0; gi < plan_.num_groups(); ++gi) {

@@ -35,22 +35,25 @@ struct GraftingConfig {
   GraftingType type = GraftingType::none;
   double beta2 = 1.0;  // RMSprop 0.99 and Adam 0.999 by default (see the helpers below)
   double epsilon = 1e-10;
+  // RMSprop and Adam: a <- beta2 a + g^2 instead of beta2 a + (1 - beta2) g^2, and no bias
+  // correction (Distributed Shampoo's drop_weighting_factor_on_gsquare).
+  bool drop_weighting_factor_on_gsquare = false;
 };
 
 constexpr GraftingConfig no_grafting() {
   return {};
 }
 constexpr GraftingConfig sgd_grafting() {
-  return {GraftingType::sgd, 1.0, 1e-10};
+  return {GraftingType::sgd, 1.0, 1e-10, false};
 }
 constexpr GraftingConfig adagrad_grafting(double epsilon = 1e-10) {
-  return {GraftingType::adagrad, 1.0, epsilon};
+  return {GraftingType::adagrad, 1.0, epsilon, false};
 }
 constexpr GraftingConfig rmsprop_grafting(double beta2 = 0.99, double epsilon = 1e-10) {
-  return {GraftingType::rmsprop, beta2, epsilon};
+  return {GraftingType::rmsprop, beta2, epsilon, false};
 }
 constexpr GraftingConfig adam_grafting(double beta2 = 0.999, double epsilon = 1e-10) {
-  return {GraftingType::adam, beta2, epsilon};
+  return {GraftingType::adam, beta2, epsilon, false};
 }
 
 // How inverse roots are computed on amortized steps.
@@ -98,7 +101,11 @@ struct NewtonSchulzConfig {
   std::function<double(index_t d_in, index_t d_out)> scale_by_dims{};
 };
 
-enum class WeightDecayType { decoupled, l2 };
+// decoupled: the update gains weight_decay * w; l2: the gradient does, before preconditioning;
+// corrected: the update gains weight_decay * (lr / peak_lr) * w, and independent:
+// (weight_decay / peak_lr) * w, with peak_lr the lr the optimizer was built with (Distributed
+// Shampoo's CORRECTED and INDEPENDENT, whose PEAK_LR is the constructor's lr).
+enum class WeightDecayType { decoupled, l2, corrected, independent };
 
 // Per tensor order: one exponent for every dimension, or exponents for some dimensions (the others
 // keep the default 1 / (2 * max(order, 1))). An exponent of 0 leaves that dimension
@@ -125,6 +132,13 @@ struct Options {
   RootConfig root{};
   DType factor_matrix_dtype = DType::f32;  // bf16, f16, f32 or f64
   index_t num_tolerated_failed_amortized_computations = 3;
+  // F <- beta2 F + G x G instead of beta2 F + (1 - beta2) G x G, and no bias correction of the
+  // factors (Distributed Shampoo's drop_weighting_factor_on_gsquare).
+  bool drop_weighting_factor_on_gsquare = false;
+  // Before each root: F / bias_correction2 multiplied by max(trace, epsilon)^(-exponent), which
+  // brings the factors of a block to a similar scale (Distributed Shampoo's use_trace_scaling).
+  bool use_trace_scaling = false;
+  double trace_scaling_exponent = 0.5;  // in (0, 1]
   PreconditionerType preconditioner = PreconditionerType::shampoo;
   NewtonSchulzConfig newton_schulz{};  // spectral descent's orthogonalization
 };
@@ -163,6 +177,10 @@ inline std::string_view weight_decay_name(WeightDecayType t) {
       return "decoupled";
     case WeightDecayType::l2:
       return "l2";
+    case WeightDecayType::corrected:
+      return "corrected";
+    case WeightDecayType::independent:
+      return "independent";
   }
   return "unknown";
 }
@@ -206,12 +224,23 @@ inline std::vector<std::string> ignored_options(Options const& o) {
       note("dampening ", o.dampening, " has no effect with momentum 0.");
     if (o.use_nesterov) note("use_nesterov has no effect with momentum 0.");
   }
+  if (!o.use_trace_scaling && o.trace_scaling_exponent != d.trace_scaling_exponent)
+    note("trace_scaling_exponent ", o.trace_scaling_exponent,
+         " has no effect without use_trace_scaling.");
+  if (o.drop_weighting_factor_on_gsquare && o.beta2 == 1.0 &&
+      o.preconditioner == PreconditionerType::shampoo)
+    note(
+        "drop_weighting_factor_on_gsquare has no effect with beta2 1 (the weight is already 1 "
+        "and there is no bias correction).");
   if (o.weight_decay == 0.0 && o.weight_decay_type != d.weight_decay_type)
     note("weight_decay_type ", weight_decay_name(o.weight_decay_type),
          " has no effect with weight_decay 0.");
   GraftingConfig const g = o.grafting;
   bool const uses_beta2 = g.type == GraftingType::rmsprop || g.type == GraftingType::adam;
   bool const uses_epsilon = uses_beta2 || g.type == GraftingType::adagrad;
+  if (!uses_beta2 && g.drop_weighting_factor_on_gsquare)
+    note("grafting drop_weighting_factor_on_gsquare has no effect with ", grafting_name(g.type),
+         " grafting (rmsprop and adam use it).");
   if (!uses_beta2 && g.beta2 != 1.0)
     note("grafting beta2 ", g.beta2, " has no effect with ", grafting_name(g.type),
          " grafting (rmsprop and adam use it).");
@@ -245,6 +274,8 @@ inline std::vector<std::string> ignored_options(Options const& o) {
       add("the eigen or coupled Newton root settings");
     if (o.factor_matrix_dtype != d.factor_matrix_dtype)
       add("factor_matrix_dtype ", dtype_name(o.factor_matrix_dtype));
+    if (o.drop_weighting_factor_on_gsquare) add("drop_weighting_factor_on_gsquare");
+    if (o.use_trace_scaling) add("use_trace_scaling");
     if (o.num_tolerated_failed_amortized_computations !=
         d.num_tolerated_failed_amortized_computations)
       add("num_tolerated_failed_amortized_computations ",
@@ -309,6 +340,25 @@ inline void validate(Options const& o) {
   if (!(o.dampening >= 0.0 && o.dampening < 1.0))
     bad("dampening must be in [0, 1), got ", o.dampening, ".");
   if (!(o.weight_decay >= 0.0)) bad("weight_decay must be >= 0, got ", o.weight_decay, ".");
+  bool known_decay = false;
+  switch (o.weight_decay_type) {
+    case WeightDecayType::decoupled:
+    case WeightDecayType::l2:
+      known_decay = true;
+      break;
+    case WeightDecayType::corrected:
+    case WeightDecayType::independent:
+      if (!(o.lr > 0.0))
+        bad("lr must be > 0 with ", weight_decay_name(o.weight_decay_type),
+            " weight decay, which divides by the lr the optimizer is built with, got ", o.lr, ".");
+      known_decay = true;
+      break;
+  }
+  if (!known_decay)
+    bad("weight_decay_type ", static_cast<int>(o.weight_decay_type), " is not a WeightDecayType.");
+  if (o.use_trace_scaling && !(o.trace_scaling_exponent > 0.0 && o.trace_scaling_exponent <= 1.0))
+    bad("trace_scaling_exponent must be in (0, 1] with use_trace_scaling, got ",
+        o.trace_scaling_exponent, ".");
   if (o.precondition_frequency < 1)
     bad("precondition_frequency must be >= 1, got ", o.precondition_frequency, ".");
   if (o.start_preconditioning_step < -1)
@@ -393,9 +443,6 @@ inline void validate(Options const& o) {
   if (o.num_tolerated_failed_amortized_computations < 0)
     bad("num_tolerated_failed_amortized_computations must be >= 0, got ",
         o.num_tolerated_failed_amortized_computations, ".");
-  if (o.weight_decay_type != WeightDecayType::decoupled &&
-      o.weight_decay_type != WeightDecayType::l2)
-    bad("weight_decay_type ", static_cast<int>(o.weight_decay_type), " is not a WeightDecayType.");
 }
 
 }  // namespace tessel::shampoo

@@ -13,6 +13,10 @@
 #include "../../core/layout.hpp"
 #include "../../exec/dense.hpp"
 #include "../../exec/memory.hpp"
+#include "../../expr/cast.hpp"
+#include "../../expr/math.hpp"
+#include "../../expr/minmax.hpp"
+#include "../../expr/reduce.hpp"
 #include "../../tensor/views.hpp"
 #include "../plan/plan.hpp"
 
@@ -83,6 +87,18 @@ void mode_product(X const& x, T const* in, T* out, T const* q, index_t count, Ex
   for (index_t p = 0; p < a.outer; ++p)
     gemm(x, B::view(out + p * a.d * a.inner, layout), permute<0, 2, 1>(qs),
          B::view(in + p * a.d * a.inner, layout));
+}
+
+// scale[slot] = max(trace(F_slot) / bias_correction2, epsilon)^(-exponent) for the count factors
+// (count, d, d) at f: trace scaling before the roots (Options::use_trace_scaling).
+template <class X, class T>
+void trace_scales(X const& x, T const* f, index_t count, index_t d, double bias_correction2,
+                  double epsilon, double exponent, double* scale) {
+  using B = exec::Memory<X>;
+  auto const diagonal = B::view(f, make_layout(make_shape(count, d), make_stride(d * d, d + 1)));
+  auto const out = B::view(scale, make_layout(make_shape(count)));
+  assign(out, sum(cast<double>(diagonal), mode<1>), x);
+  assign(out, exp(-exponent * log(max(out / bias_correction2, epsilon))), x);
 }
 
 }  // namespace stages

@@ -1,8 +1,8 @@
 // The grafting rule, in one place: which grafted methods keep a diagonal accumulator, their
 // constants at a step (AdaGrad sums, RMSprop and Adam average, Adam bias-corrects), the
 // accumulator update a <- beta2 a + w g^2, and the grafted direction g / (sqrt(a / bc2) + eps)
-// (SGD: g itself, as the same expression). The step rescales each block's Shampoo direction to the norm of this direction,
-// or uses it alone before preconditioning starts.
+// (SGD: g itself, as the same expression). The step rescales each block's Shampoo direction to the
+// norm of this direction, or uses it alone before preconditioning starts.
 #pragma once
 
 #include <cmath>
@@ -31,7 +31,7 @@ constexpr bool keeps_grafting_state(GraftingType t) {
 // The grafting constants of one step.
 template <class T>
 struct GraftingScalars {
-  T beta2 = 1;                 // a <- beta2 a + weight g^2
+  T beta2 = 1;  // a <- beta2 a + weight g^2
   T weight = 1;
   T inv_bias_correction2 = 1;  // Adam: 1 / (1 - beta2^step)
   T epsilon = 0;
@@ -51,10 +51,12 @@ GraftingScalars<T> grafting_scalars(GraftingConfig const& g, index_t step) {
       return s;
     case GraftingType::rmsprop:
       s.beta2 = T(g.beta2);
-      s.weight = T(1.0 - g.beta2);
+      s.weight = g.drop_weighting_factor_on_gsquare ? T(1) : T(1.0 - g.beta2);
       return s;
     case GraftingType::adam:
       s.beta2 = T(g.beta2);
+      // Without the (1 - beta2) weight the accumulator is no average: no bias correction either.
+      if (g.drop_weighting_factor_on_gsquare) return s;
       s.weight = T(1.0 - g.beta2);
       s.inv_bias_correction2 = T(1.0 / (1.0 - std::pow(g.beta2, static_cast<double>(step))));
       return s;

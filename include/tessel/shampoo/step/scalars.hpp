@@ -27,21 +27,38 @@ struct StepScalars {
   bool nesterov = false;
 };
 
-// The scalars of step number `step` (counted from 1).
+// The coefficient of the parameter in the update (decoupled, corrected and independent decay) or
+// in the gradient (l2), at learning rate o.lr; peak_lr is the lr the optimizer was built with.
+inline double decay_coefficient(Options const& o, double peak_lr) {
+  switch (o.weight_decay_type) {
+    case WeightDecayType::decoupled:
+    case WeightDecayType::l2:
+      return o.weight_decay;
+    case WeightDecayType::corrected:
+      return o.weight_decay * o.lr / peak_lr;
+    case WeightDecayType::independent:
+      return o.weight_decay / peak_lr;
+  }
+  return o.weight_decay;  // unreachable: validate() refuses other values
+}
+
+// The scalars of step number `step` (counted from 1); peak_lr as in decay_coefficient.
 template <class T>
-StepScalars<T> step_scalars(Options const& o, index_t step) {
+StepScalars<T> step_scalars(Options const& o, index_t step, double peak_lr) {
   StepScalars<T> s;
   bool const l2 = o.weight_decay_type == WeightDecayType::l2;
-  s.l2 = l2 ? T(o.weight_decay) : T(0);
-  s.decoupled = l2 ? T(0) : T(o.weight_decay);
+  double const decay = decay_coefficient(o, peak_lr);
+  s.l2 = l2 ? T(decay) : T(0);
+  s.decoupled = l2 ? T(0) : T(decay);
   s.beta1 = T(o.beta1);
   s.beta3 = T(resolved_beta3(o));
   auto const t = static_cast<double>(step);
   if (o.use_bias_correction && o.beta1 != 0.0)
     s.inv_bias1 = T(1.0 / (1.0 - resolved_beta3(o) * std::pow(o.beta1, t - 1.0)));
   s.beta2 = T(o.beta2);
-  s.weight = o.beta2 == 1.0 ? T(1) : T(1.0 - o.beta2);
-  if (o.use_bias_correction && o.beta2 < 1.0) s.bias_correction2 = 1.0 - std::pow(o.beta2, t);
+  bool const unweighted = o.beta2 == 1.0 || o.drop_weighting_factor_on_gsquare;
+  s.weight = unweighted ? T(1) : T(1.0 - o.beta2);
+  if (o.use_bias_correction && !unweighted) s.bias_correction2 = 1.0 - std::pow(o.beta2, t);
   index_t const start = resolved_start_step(o);
   s.amortized = (step % o.precondition_frequency == 0 && step > start) || step == start;
   s.grafting_only = step < start && o.grafting.type != GraftingType::none;
