@@ -61,6 +61,17 @@ template <class T, class X>
 requires exec::Executor<X>
 class DistributedShampoo;
 
+template <class T, class X>
+requires exec::Executor<X>
+class GroupedShampoo;
+
+// The index each parameter of a plan has in the caller's numbering, used in error sentences and
+// state-dict keys (parameter groups number their parameters across groups: param_groups.hpp).
+// Empty: parameter p is p.
+struct ParamKeys {
+  std::vector<index_t> keys;
+};
+
 // The part of Shampoo<T, P, X> that does not depend on the plan's type: the state, the dense
 // stages (factors, inverse roots, grafting), the state dictionaries and the step's entry points.
 // Only the passes over segments of equal blocks (gathering the gradient, applying the update) see
@@ -190,10 +201,20 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   template <class U, class Y>
   requires exec::Executor<Y>
   friend class DistributedShampoo;
+  template <class U, class Y>
+  requires exec::Executor<Y>
+  friend class GroupedShampoo;
 
   // @pre validate(options) passes (checked; tessel::Error otherwise)
-  ShampooBase(Plan plan, Options options, X executor)
-      : plan_(std::move(plan)), options_(std::move(options)), executor_(executor) {
+  ShampooBase(Plan plan, Options options, X executor, ParamKeys keys = {})
+      : plan_(std::move(plan)),
+        options_(std::move(options)),
+        executor_(executor),
+        keys_(std::move(keys.keys)) {
+    if (!keys_.empty() && keys_.size() != plan_.num_params())
+      tessel::detail::throw_error(tessel::detail::sentence("ParamKeys names ", keys_.size(),
+                                                           " parameters but the plan has ",
+                                                           plan_.num_params(), "."));
     build();
   }
   ShampooBase(ShampooBase&&) noexcept = default;
@@ -321,6 +342,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     return n;
   }
 
+  // The index parameter p has in sentences and state keys (ParamKeys).
+  index_t key_of(std::size_t p) const { return keys_.empty() ? static_cast<index_t>(p) : keys_[p]; }
+
   void check_step_arguments(std::span<std::span<T> const> params,
                             std::span<std::span<T const> const> grads) const {
     check_counts(params.size(), grads.size());
@@ -329,11 +353,11 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       index_t const numel = param_numel(p);
       if (static_cast<index_t>(params[p].size()) != numel)
         tessel::detail::throw_error(tessel::detail::sentence(
-            "parameter ", p, " has ", params[p].size(), " elements but its planned shape ",
+            "parameter ", key_of(p), " has ", params[p].size(), " elements but its planned shape ",
             to_string(shape), " has ", numel, "."));
       if (static_cast<index_t>(grads[p].size()) != numel)
         tessel::detail::throw_error(tessel::detail::sentence(
-            "the gradient of parameter ", p, " has ", grads[p].size(),
+            "the gradient of parameter ", key_of(p), " has ", grads[p].size(),
             " elements but its planned shape ", to_string(shape), " has ", numel, "."));
     }
   }
@@ -453,7 +477,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
               bound * bound_rounding<T>(g.numel / std::max<index_t>(m.d, 1), m.dtype);
           if (first && first->block <= b) continue;
           std::string e = factor_bound_error<T>(
-              j, m.dim, plan_.blocks[b].param, plan_.blocks[b].index, step_ + 1, bound,
+              j, m.dim, key_of(plan_.blocks[b].param), plan_.blocks[b].index, step_ + 1, bound,
               inputs[gi][at(j, g.count, slot) + static_cast<std::size_t>(g.count)],
               g.numel / std::max<index_t>(m.d, 1), m.dtype, s);
           if (!e.empty()) first = BlockFailure{b, std::move(e)};
@@ -470,7 +494,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     std::size_t i = 0;
     while (i < host.size() && std::isfinite(host[i])) ++i;
     double const value = i < host.size() ? static_cast<double>(host[i]) : 0.0;
-    tessel::detail::throw_error(tessel::detail::sentence("the gradient of parameter ", p,
+    tessel::detail::throw_error(tessel::detail::sentence("the gradient of parameter ", key_of(p),
                                                          " has the value ", value, " at element ",
                                                          i, "; gradients must be finite."));
   }
@@ -487,6 +511,20 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   std::optional<BlockFailure> prepare_updates(std::vector<T*> const& params,
                                               std::vector<T const*> const&, T* updates,
                                               bool stage_momentum) {
+    if (auto failure = accumulate_step()) return failure;
+    update<IntoUpdates>(params, step_scalars<T>(options_, step_, peak_lr_), updates,
+                        stage_momentum);
+    return std::nullopt;
+  }
+
+  // The second half of a step() whose accumulate_step succeeded: the parameters move.
+  void finish_step(std::vector<T*> const& params) {
+    update<false>(params, step_scalars<T>(options_, step_, peak_lr_), nullptr, false);
+  }
+
+  // The first half of prepare_updates: counts the step, takes the pre-check's bounds and
+  // accumulates every block; returns the first failure in plan order. Nothing is updated.
+  std::optional<BlockFailure> accumulate_step() {
     ++step_;
     StepScalars<T> const s = step_scalars<T>(options_, step_, peak_lr_);
     for (auto& g : groups_)
@@ -497,7 +535,6 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       auto const& e = g.errors[static_cast<std::size_t>(plan_.blocks[b].slot)];
       if (!e.empty()) return BlockFailure{b, e};
     }
-    update<IntoUpdates>(params, s, updates, stage_momentum);
     return std::nullopt;
   }
 
@@ -586,12 +623,12 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
             break;
           case RootStatus::non_finite_input:
             g.errors[i] = tessel::detail::sentence("factor matrix ", j, " of ",
-                                                   detail::block_name(bp.param, bp.index),
+                                                   detail::block_name(key_of(bp.param), bp.index),
                                                    " has NaN or Inf values at step ", step_, ".");
             break;
           case RootStatus::non_finite:
             g.errors[i] = tessel::detail::sentence("the inverse root of factor matrix ", j, " of ",
-                                                   detail::block_name(bp.param, bp.index),
+                                                   detail::block_name(key_of(bp.param), bp.index),
                                                    " has NaN or Inf values at step ", step_, ".");
             break;
           case RootStatus::solver_failed:
@@ -618,8 +655,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       if (failures > options_.num_tolerated_failed_amortized_computations) {
         BlockPlan const& bp = plan_.blocks[static_cast<std::size_t>(g.blocks[i])];
         g.errors[i] = tessel::detail::sentence(
-            "the inverse roots of ", detail::block_name(bp.param, bp.index), " failed ", failures,
-            " amortized computations in a row, more than the ",
+            "the inverse roots of ", detail::block_name(key_of(bp.param), bp.index), " failed ",
+            failures, " amortized computations in a row, more than the ",
             options_.num_tolerated_failed_amortized_computations, " tolerated; the last time ",
             root_status_name(last[i]), ".");
       }
@@ -726,7 +763,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     auto key = [&](index_t slot, std::vector<std::string> tail) {
       BlockPlan const& bp =
           plan_.blocks[static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(slot)])];
-      StateKey k{std::to_string(bp.param), "block_" + std::to_string(bp.index)};
+      StateKey k{std::to_string(key_of(bp.param)), "block_" + std::to_string(bp.index)};
       k.insert(k.end(), tail.begin(), tail.end());
       return k;
     };
@@ -759,7 +796,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   StateDict expected_state() const {
     StateDict out;
     for (std::size_t p = 0; p < plan_.num_params(); ++p)
-      out[{std::to_string(p), "step"}] =
+      out[{std::to_string(key_of(p)), "step"}] =
           StateTensor{DType::i64, {}, std::vector<std::byte>(sizeof(std::int64_t))};
     for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
       Group const& g = groups_[gi];
@@ -814,16 +851,16 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                                      ", which this optimizer does not keep."));
     std::int64_t step = 0;
     for (std::size_t p = 0; p < plan_.num_params(); ++p) {
-      auto const& t = state.at({std::to_string(p), "step"});
+      auto const& t = state.at({std::to_string(key_of(p)), "step"});
       std::int64_t v = 0;
       std::memcpy(&v, t.data.data(), sizeof v);
       if (v < 0)
-        tessel::detail::throw_error(tessel::detail::sentence("the state's step of parameter ", p,
-                                                             " is ", v, "; steps are >= 0."));
+        tessel::detail::throw_error(tessel::detail::sentence(
+            "the state's step of parameter ", key_of(p), " is ", v, "; steps are >= 0."));
       if (p > 0 && v != step)
         tessel::detail::throw_error(tessel::detail::sentence(
-            "the state's step of parameter ", p, " is ", v, " but parameter 0's is ", step,
-            "; all parameters share one step."));
+            "the state's step of parameter ", key_of(p), " is ", v, " but parameter ", key_of(0),
+            "'s is ", step, "; all parameters share one step."));
       step = v;
     }
     return step;
@@ -858,7 +895,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   std::vector<index_t> update_offsets_;        // per plan block, and the total at the end
   typename B::template Buffer<T> grad_flags_;  // per parameter: sum(grad * 0)
   index_t step_ = 0;
-  double peak_lr_ = 0.0;  // the lr at construction (corrected and independent weight decay)
+  std::vector<index_t> keys_;  // ParamKeys: the caller's index of each parameter (empty: p)
+  double peak_lr_ = 0.0;       // the lr at construction (corrected and independent weight decay)
 };
 
 // The optimizer: ShampooBase<T, X> (everything but the plan) and the passes over the plan's
@@ -880,6 +918,11 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
   requires std::same_as<P, RuntimePlan>
   explicit Shampoo(BasicPlan<PP, BB, GG> const& plan, Options options = {}, X executor = {})
       : Base(to_runtime(plan), std::move(options), executor) {}
+  // The same with the caller's index of each parameter in sentences and state keys.
+  template <class PP, class BB, class GG>
+  requires std::same_as<P, RuntimePlan> Shampoo(BasicPlan<PP, BB, GG> const& plan, Options options,
+                                                X executor, ParamKeys keys)
+      : Base(to_runtime(plan), std::move(options), executor, std::move(keys)) {}
 
   // The plan of the type: Shampoo<float, static_plan<plan>> opt(options).
   explicit Shampoo(Options options = {}, X executor = {}) requires is_static_plan_v<P>
@@ -963,7 +1006,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
   StateDict out = expected_state();
   std::int64_t const step = step_;
   for (std::size_t p = 0; p < plan_.num_params(); ++p)
-    std::memcpy(out[{std::to_string(p), "step"}].data.data(), &step, sizeof step);
+    std::memcpy(out[{std::to_string(key_of(p)), "step"}].data.data(), &step, sizeof step);
   for (std::size_t gi = 0; gi < groups_.size(); ++gi)
     for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of) {
       std::vector<std::byte> host(static_cast<std::size_t>(slot_bytes * groups_[gi].count));
@@ -1004,7 +1047,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       while (plan_.blocks[b].group != static_cast<index_t>(gi)) ++b;
       tessel::detail::throw_error(detail::sentence(
           "spectral descent orthogonalizes 2-D blocks, but ",
-          detail::block_name(plan_.blocks[b].param, plan_.blocks[b].index), " has shape ",
+          detail::block_name(key_of(plan_.blocks[b].param), plan_.blocks[b].index), " has shape ",
           to_string(g.shape),
           "; with target_parameter_dimensionality 2 every parameter of rank 2 or more merges to "
           "2-D blocks, and 0-D and 1-D parameters cannot be orthogonalized."));

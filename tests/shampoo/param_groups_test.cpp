@@ -1,0 +1,198 @@
+// Parameter groups: a GroupedShampoo equals, bit for bit, one Shampoo per group over that group's
+// parameters; its sentences and state keys use the caller's parameter indices; a refusal in one
+// group changes no group; and its construction and state checks name the group or parameter.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <tessel/shampoo/param_groups.hpp>
+
+#include "support/error_of.hpp"
+
+namespace {
+
+using namespace tessel;
+using namespace tessel::shampoo;
+using tessel::test::error_of;
+
+std::vector<float> random_values(std::size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::size_t numel(std::vector<index_t> const& shape) {
+  std::size_t n = 1;
+  for (index_t e : shape) n *= static_cast<std::size_t>(e);
+  return n;
+}
+
+// A model: a (6, 4) matrix and a (4, 6) matrix with spectral descent, a (4) bias and a (3, 2)
+// embedding with Shampoo and Adam grafting at another lr.
+std::vector<std::vector<index_t>> const shapes{{6, 4}, {4}, {4, 6}, {3, 2}};
+
+std::vector<ParamGroup> model_groups() {
+  ParamGroup matrices{{0, 2}, {}, 1024, 2};
+  matrices.options.preconditioner = PreconditionerType::spectral_descent;
+  matrices.options.lr = 0.02;
+  ParamGroup rest{{3, 1}, {}, 4, 1};
+  rest.options.grafting = adam_grafting();
+  rest.options.lr = 0.005;
+  return {matrices, rest};
+}
+
+TEST(ParamGroups, EqualOneShampooPerGroupAndKeyTheStateByTheCallersIndices) {
+  std::vector<std::vector<float>> w, g;
+  for (std::size_t p = 0; p < shapes.size(); ++p)
+    w.push_back(random_values(numel(shapes[p]), 1 + p));
+  GroupedShampoo<float> grouped(shapes, model_groups());
+  // The reference: one optimizer per group, stepped on its own parameters.
+  auto groups = model_groups();
+  std::vector<std::unique_ptr<Shampoo<float>>> alone;
+  auto w_alone = w;
+  for (auto const& pg : groups) {
+    std::vector<std::vector<index_t>> s;
+    for (index_t p : pg.params) s.push_back(shapes[static_cast<std::size_t>(p)]);
+    alone.push_back(std::make_unique<Shampoo<float>>(
+        make_plan(PlanOptions<index_t, index_t>{pg.max_preconditioner_dim,
+                                                pg.target_parameter_dimensionality, 1},
+                  s),
+        pg.options));
+  }
+  for (unsigned t = 0; t < 3; ++t) {
+    g.clear();
+    for (std::size_t p = 0; p < shapes.size(); ++p)
+      g.push_back(random_values(numel(shapes[p]), 100 * t + p, 0.1f));
+    grouped.step(std::vector<std::span<float>>(w.begin(), w.end()),
+                 std::vector<std::span<float const>>(g.begin(), g.end()));
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+      std::vector<std::span<float>> ps;
+      std::vector<std::span<float const>> gs;
+      for (index_t p : groups[gi].params) {
+        ps.emplace_back(w_alone[static_cast<std::size_t>(p)]);
+        gs.emplace_back(g[static_cast<std::size_t>(p)]);
+      }
+      alone[gi]->step(ps, gs);
+    }
+  }
+  EXPECT_EQ(w, w_alone);
+  EXPECT_EQ(grouped.step_count(), 3);
+  // Keys: parameter 3 (the embedding) is the first of group 1 but keeps its index.
+  StateDict const state = grouped.state_dict();
+  EXPECT_TRUE(state.contains({"3", "block_0", "adagrad"}));
+  EXPECT_TRUE(state.contains({"1", "step"}));
+  EXPECT_TRUE(state.contains({"2", "block_0", "filtered_grad"}));
+  EXPECT_FALSE(state.contains({"0", "block_0", "shampoo", "factor_matrices", "0"}));
+  // Round trip into a fresh optimizer, then one more step on both: the same parameters.
+  GroupedShampoo<float> resumed(shapes, model_groups());
+  resumed.load_state_dict(state);
+  EXPECT_TRUE(resumed.state_dict() == state);
+  auto w2 = w;
+  grouped.step(std::vector<std::span<float>>(w.begin(), w.end()),
+               std::vector<std::span<float const>>(g.begin(), g.end()));
+  resumed.step(std::vector<std::span<float>>(w2.begin(), w2.end()),
+               std::vector<std::span<float const>>(g.begin(), g.end()));
+  EXPECT_EQ(w, w2);
+}
+
+TEST(ParamGroups, ARefusalInOneGroupChangesNoGroupAndNamesTheCallersParameter) {
+  auto groups = model_groups();
+  groups[1].options.factor_matrix_dtype = DType::f16;
+  GroupedShampoo<float> grouped(shapes, groups);
+  std::vector<std::vector<float>> w, g;
+  for (std::size_t p = 0; p < shapes.size(); ++p) {
+    w.push_back(random_values(numel(shapes[p]), 1 + p));
+    g.push_back(random_values(numel(shapes[p]), 7 + p, 0.1f));
+  }
+  g[1][2] = 300.0f;  // 90000 on the f16 factor of parameter 1 (the bias), group 1's second
+  auto const w0 = w;
+  auto const state0 = grouped.state_dict();
+  EXPECT_EQ(error_of([&] {
+              grouped.step(std::vector<std::span<float>>(w.begin(), w.end()),
+                           std::vector<std::span<float const>>(g.begin(), g.end()));
+            }),
+            "factor matrix 0 of parameter 1, block 0 would overflow at step 1: its largest entry "
+            "could reach 90000 (1 times the old entry plus 1 times the gradient's part, whose "
+            "squared row norms along mode 0 reach 90000), more than f16 holds (65504); nothing "
+            "was changed.");
+  EXPECT_EQ(w, w0);  // group 0's matrices did not move either
+  EXPECT_TRUE(grouped.state_dict() == state0);
+  EXPECT_EQ(grouped.step_count(), 0);
+  g[1][2] = std::nanf("");
+  EXPECT_EQ(error_of([&] {
+              grouped.step(std::vector<std::span<float>>(w.begin(), w.end()),
+                           std::vector<std::span<float const>>(g.begin(), g.end()));
+            }),
+            "the gradient of parameter 1 has the value nan at element 2; gradients must be "
+            "finite.");
+  EXPECT_EQ(w, w0);
+}
+
+TEST(ParamGroups, ConstructionAndStateErrorsNameTheGroupOrParameter) {
+  auto g = model_groups();
+  g[1].params = {3};
+  EXPECT_EQ(error_of([&] { GroupedShampoo<float> o(shapes, g); }),
+            "parameter 1 is in no parameter group; every parameter belongs to exactly one group.");
+  g[1].params = {3, 1, 0};
+  EXPECT_EQ(error_of([&] { GroupedShampoo<float> o(shapes, g); }),
+            "parameter 0 is in parameter groups 0 and 1; every parameter belongs to exactly one "
+            "group.");
+  g[1].params = {3, 1, 7};
+  EXPECT_EQ(error_of([&] { GroupedShampoo<float> o(shapes, g); }),
+            "parameter group 1 names parameter 7, but there are 4 parameters.");
+  g[1].params = {};
+  EXPECT_EQ(error_of([&] { GroupedShampoo<float> o(shapes, g); }),
+            "parameter group 1 has no parameters.");
+  g = model_groups();
+  g[0].params = {0, 1, 2};  // the bias cannot be orthogonalized
+  g[1].params = {3};
+  EXPECT_EQ(error_of([&] { GroupedShampoo<float> o(shapes, g); }),
+            "parameter group 0: spectral descent orthogonalizes 2-D blocks, but parameter 1, "
+            "block 0 has shape (4); with target_parameter_dimensionality 2 every parameter of "
+            "rank 2 or more merges to 2-D blocks, and 0-D and 1-D parameters cannot be "
+            "orthogonalized.");
+  g = model_groups();
+  g[1].options.beta1 = 1.5;
+  EXPECT_EQ(error_of([&] { GroupedShampoo<float> o(shapes, g); }),
+            "parameter group 1: beta1 must be in [0, 1), got 1.5.");
+  GroupedShampoo<float> o(shapes, model_groups());
+  StateDict state = o.state_dict();
+  state[{"9", "step"}] = state.at({"1", "step"});
+  EXPECT_EQ(error_of([&] { o.load_state_dict(state); }),
+            "the state has the key [\"9\",\"step\"], which names no parameter of the 4 in this "
+            "optimizer.");
+  state = o.state_dict();
+  state.erase({"3", "block_0", "adagrad"});
+  EXPECT_EQ(error_of([&] { o.load_state_dict(state); }).substr(0, 39),
+            "parameter group 1: the state has no key");
+  std::vector<std::vector<float>> w(4), gr(4);
+  EXPECT_EQ(error_of([&] {
+              o.step(std::vector<std::span<float>>(w.begin(), w.begin() + 3),
+                     std::vector<std::span<float const>>(gr.begin(), gr.end()));
+            }),
+            "step got 3 parameters and 4 gradients but the optimizer has 4 parameters.");
+}
+
+TEST(ParamGroups, GroupsShareOneStepAndParamKeysMustNameEveryParameter) {
+  GroupedShampoo<float> o(shapes, model_groups());
+  StateDict state = o.state_dict();
+  std::int64_t const two = 2;
+  for (char const* p : {"3", "1"})  // group 1's parameters: consistent within the group
+    std::memcpy(state.at({p, "step"}).data.data(), &two, sizeof two);
+  EXPECT_EQ(error_of([&] { o.load_state_dict(state); }),
+            "the state's step of parameter group 1 is 2 but group 0's is 0; all groups share one "
+            "step.");
+  auto plan = make_plan(PlanOptions<index_t, index_t>{4, 1, 1},
+                        std::vector<std::vector<index_t>>{{3}, {2}});
+  EXPECT_EQ(error_of([&] { Shampoo<float> s(plan, {}, {}, ParamKeys{{5}}); }),
+            "ParamKeys names 1 parameters but the plan has 2.");
+}
+
+}  // namespace
