@@ -276,8 +276,8 @@ TEST(ShampooCli, SeveralParameterAndOverrideErrors) {
             "ORDER=EXPONENT, or ORDER:DIM=EXPONENT items with distinct dimensions.\n");
   r = run_cli(dir, one + " --preconditioner muon");
   EXPECT_EQ(r.err,
-            "tessel: --preconditioner must be shampoo, spectral-descent or sign-descent, got "
-            "\"muon\".\n");
+            "tessel: --preconditioner must be shampoo, spectral-descent, sign-descent or "
+            "eigenvalue-corrected, got \"muon\".\n");
   r = run_cli(dir, one + " --newton-schulz-coefficients 3,-3.2");
   EXPECT_EQ(r.err,
             "tessel: --newton-schulz-coefficients \"3,-3.2\" has 2 numbers; give three: a,b,c.\n");

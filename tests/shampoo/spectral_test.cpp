@@ -1,8 +1,10 @@
-// Spectral descent (Muon) and sign descent as the preconditioner of the Shampoo step: the update
+// Spectral descent (Muon), sign descent and eigenvalue-corrected Shampoo (SOAP) as the
+// preconditioner of the Shampoo step: the update
 // against a float64 reference written here from the definitions (the Newton-Schulz polynomial
 // applied in its textbook form a X + b (X X^T) X + c (X X^T)^2 X, not the Gram form the library
 // uses), convergence to an orthogonal factor with convergent coefficients, grafting, the state
-// they keep (no factors), and their errors and warnings.
+// they keep (no factors), and their errors and warnings. SOAP against a float64 reference with
+// Eigen's eigensolver: factors, their eigenvectors, the rotated second moment, the step.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Dense>
 #include <tessel/shampoo/optimizer.hpp>
 
 #include "support/error_of.hpp"
@@ -236,6 +239,67 @@ TEST(SpectralDescent, BlocksThatAreNot2DAreRefusedAndFactorOptionsAreWarned) {
   r.precondition_frequency = 10;
   r.preconditioner = PreconditionerType::spectral_descent;
   EXPECT_EQ(resolved_start_step(r), 1);
+}
+
+TEST(EigenvalueCorrected, StepsFollowTheRotatedSecondMomentAndTheStateRoundTrips) {
+  using M = Eigen::MatrixXd;
+  for (auto [rows, cols] : {std::pair<index_t, index_t>{4, 3}, {3, 4}}) {
+    Options o;
+    o.preconditioner = PreconditionerType::eigenvalue_corrected;
+    o.beta1 = 0.0;
+    o.beta2 = 0.9;
+    o.epsilon = 1e-6;
+    o.lr = 0.01;
+    o.use_bias_correction = false;
+    o.factor_matrix_dtype = DType::f64;
+    Shampoo<double> opt(plan_for({{rows, cols}}), o);
+    auto const n = static_cast<std::size_t>(rows * cols);
+    std::vector<double> w = random_values(n, 21);
+    M wr = Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor>>(w.data(), rows, cols);
+    M l = M::Zero(rows, rows), r = M::Zero(cols, cols), v = M::Zero(rows, cols);
+    StateDict mid;
+    std::vector<double> w_mid;
+    for (unsigned t = 1; t <= 4; ++t) {
+      std::vector<double> const g = random_values(n, 30 + t);
+      opt.step({std::span<double>(w)}, {std::span<double const>(g)});
+      M const gm =
+          Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const>(g.data(), rows, cols);
+      l = 0.9 * l + 0.1 * gm * gm.transpose();
+      r = 0.9 * r + 0.1 * gm.transpose() * gm;
+      M const ql = Eigen::SelfAdjointEigenSolver<M>(l).eigenvectors();
+      M const qr = Eigen::SelfAdjointEigenSolver<M>(r).eigenvectors();
+      M const rotated = ql.transpose() * gm * qr;
+      v = 0.9 * v + 0.1 * rotated.cwiseProduct(rotated);
+      M const scaled = rotated.array() / (v.array().sqrt() + 1e-6);
+      wr -= 0.01 * (ql * scaled * qr.transpose());
+      for (index_t i = 0; i < rows; ++i)
+        for (index_t j = 0; j < cols; ++j)
+          EXPECT_NEAR(w[static_cast<std::size_t>(i * cols + j)], wr(i, j), 1e-9)
+              << rows << "x" << cols << " step " << t << " (" << i << ", " << j << ")";
+      if (t == 2) {
+        mid = opt.state_dict();
+        w_mid = w;
+      }
+    }
+    EXPECT_TRUE(mid.contains({"0", "block_0", "shampoo", "factor_matrices_eigenvectors", "1"}));
+    EXPECT_TRUE(mid.contains({"0", "block_0", "shampoo", "corrected_eigenvalues"}));
+    // Resumed from step 2, steps 3 and 4 give the same parameters bit for bit.
+    Shampoo<double> resumed(plan_for({{rows, cols}}), o);
+    resumed.load_state_dict(mid);
+    for (unsigned t = 3; t <= 4; ++t) {
+      std::vector<double> const g = random_values(n, 30 + t);
+      resumed.step({std::span<double>(w_mid)}, {std::span<double const>(g)});
+    }
+    EXPECT_EQ(w_mid, w);
+  }
+  Options warned;
+  warned.preconditioner = PreconditionerType::eigenvalue_corrected;
+  warned.inverse_exponent_override[2] = 0.25;
+  warned.use_trace_scaling = true;
+  EXPECT_EQ(ignored_options(warned),
+            std::vector<std::string>{"inverse_exponent_override, use_trace_scaling have no effect "
+                                     "with eigenvalue-corrected Shampoo, which computes "
+                                     "eigenvectors, not roots."});
 }
 
 }  // namespace

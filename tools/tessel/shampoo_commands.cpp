@@ -336,9 +336,12 @@ shampoo::Options to_options(RunOptions const& r) {
     o.preconditioner = shampoo::PreconditionerType::spectral_descent;
   else if (r.preconditioner == "sign-descent")
     o.preconditioner = shampoo::PreconditionerType::sign_descent;
+  else if (r.preconditioner == "eigenvalue-corrected")
+    o.preconditioner = shampoo::PreconditionerType::eigenvalue_corrected;
   else
     detail::throw_error(detail::sentence(
-        "--preconditioner must be shampoo, spectral-descent or sign-descent, got \"",
+        "--preconditioner must be shampoo, spectral-descent, sign-descent or "
+        "eigenvalue-corrected, got \"",
         r.preconditioner, "\"."));
   o.newton_schulz.num_iterations = parse_integer(r.ns_iterations, "--newton-schulz-iterations");
   std::vector<double> abc;
@@ -578,7 +581,7 @@ void add_shampoo_commands(CLI::App& app) {
       ->capture_default_str();
   run_cmd
       ->add_option("--preconditioner", run->preconditioner,
-                   "shampoo, spectral-descent (Muon) or sign-descent")
+                   "shampoo, spectral-descent (Muon), sign-descent or eigenvalue-corrected (SOAP)")
       ->capture_default_str();
   run_cmd->add_option("--newton-schulz-iterations", run->ns_iterations)->capture_default_str();
   run_cmd->add_flag("--drop-weighting-factor-on-gsquare", run->drop_weighting,

@@ -575,6 +575,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       stages::filter_gradient(executor_, flat(g.filtered.data(), n), flat(g.grad.data(), n),
                               flat(g.direction.data(), n), s);
     if (s.amortized) amortize(g, values, s);
+    if (options_.preconditioner == PreconditionerType::eigenvalue_corrected)
+      accumulate_corrected_eigenvalues(g, s);
     for (std::size_t j = 0; j < g.modes.size(); ++j) {
       auto& m = g.modes[j];
       if (m.factors_as_t()) continue;
@@ -585,6 +587,23 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                  flat(values[j], g.count * m.d * m.d), executor_);
       });
     }
+  }
+
+  // Eigenvalue-corrected Shampoo: the raw gradient rotated into the eigenvectors' basis,
+  // G' = G x_1 Q_1 ... x_n Q_n, and V <- beta2 V + w G'^2 per element.
+  void accumulate_corrected_eigenvalues(Group& g, StepScalars<T> const& s) {
+    index_t const n = g.count * g.numel;
+    T const* cur = g.grad.data();
+    T* buffers[2] = {g.search.data(), g.spare.data()};
+    for (std::size_t j = 0; j < g.modes.size(); ++j) {
+      T* next = buffers[j % 2];
+      stages::mode_product(executor_, cur, next, g.modes[j].inverse_roots.data(), g.count,
+                           g.shape, g.modes[j].dim);
+      cur = next;
+    }
+    auto const v = flat(g.corrected.data(), n);
+    auto const r = flat(cur, n);
+    assign(v, s.beta2 * v + s.weight * r * r, executor_);
   }
 
   // The inverse roots of every mode of the group from F / bias_correction2, committed slot by
@@ -598,7 +617,11 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       auto const layout = detail::matrices_layout(g.count, m.d);
       auto const in = cast<double>(B::view(factors[j], layout)) / s.bias_correction2;
       auto out = B::template scratch<T>(executor_, g.count * m.d * m.d);
-      if (options_.use_trace_scaling) {
+      if (options_.preconditioner == PreconditionerType::eigenvalue_corrected) {
+        factor_eigenvectors<T>(executor_, B::view(factors[j], layout),
+                               B::view(out.data(), layout), g.count, m.d,
+                               std::span<RootResult>(results));
+      } else if (options_.use_trace_scaling) {
         // Per slot: max(trace(F / bc2), epsilon)^(-exponent), broadcast over the matrix.
         double* scale = g.per_slot.data();
         stages::trace_scales(executor_, factors[j], g.count, m.d, s.bias_correction2,
@@ -723,6 +746,33 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
         assign(flat(g.search.data(), n), sign(flat(x, n)), executor_);
         cur = g.search.data();
         break;
+      case PreconditionerType::eigenvalue_corrected: {
+        // Into the eigenbasis, divided by sqrt(V / bc2) + epsilon, and back.
+        T* buffers[2] = {g.search.data(), g.spare.data()};
+        std::size_t used = 0;
+        for (auto const& m : g.modes) {
+          T* next = buffers[used++ % 2];
+          stages::mode_product(executor_, cur, next, m.inverse_roots.data(), g.count, g.shape,
+                               m.dim);
+          cur = next;
+        }
+        if (g.modes.empty()) {  // a 0-D block: no basis to change
+          assign(flat(buffers[0], n), flat(cur, n), executor_);
+          cur = buffers[used++ % 2];
+        }
+        auto const c = flat(cur, n);
+        assign(c,
+               c / (sqrt(flat(g.corrected.data(), n) / static_cast<T>(s.bias_correction2)) +
+                    static_cast<T>(options_.epsilon)),
+               executor_);
+        for (auto const& m : g.modes) {
+          T* next = buffers[used++ % 2];
+          stages::mode_product(executor_, cur, next, m.inverse_roots.data(), g.count, g.shape,
+                               m.dim, true);
+          cur = next;
+        }
+        break;
+      }
     }
     if (grafting == GraftingType::none) {
       assign(scale, T(1), executor_);
@@ -773,10 +823,18 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       f(m.factors, dd * static_cast<index_t>(dtype_size(m.dtype)), [&, j](index_t slot) {
         return key(slot, {"shampoo", "factor_matrices", std::to_string(j)});
       });
-      f(m.inverse_roots, dd * static_cast<index_t>(sizeof(T)), [&, j](index_t slot) {
-        return key(slot, {"shampoo", "inv_factor_matrices", std::to_string(j)});
+      char const* second =
+          options_.preconditioner == PreconditionerType::eigenvalue_corrected
+              ? "factor_matrices_eigenvectors"
+              : "inv_factor_matrices";
+      f(m.inverse_roots, dd * static_cast<index_t>(sizeof(T)), [&, j, second](index_t slot) {
+        return key(slot, {"shampoo", second, std::to_string(j)});
       });
     }
+    index_t const block_bytes = g.numel * static_cast<index_t>(sizeof(T));
+    if (options_.preconditioner == PreconditionerType::eigenvalue_corrected)
+      f(g.corrected, block_bytes,
+        [&](index_t slot) { return key(slot, {"shampoo", "corrected_eigenvalues"}); });
     index_t const bytes = g.numel * static_cast<index_t>(sizeof(T));
     if (options_.beta1 != 0.0)
       f(g.filtered, bytes, [&](index_t slot) { return key(slot, {"filtered_grad"}); });
@@ -1052,12 +1110,15 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
           "; with target_parameter_dimensionality 2 every parameter of rank 2 or more merges to "
           "2-D blocks, and 0-D and 1-D parameters cannot be orthogonalized."));
     }
-    bool const factors = options_.preconditioner == PreconditionerType::shampoo;
+    bool const factors = keeps_factors(options_.preconditioner);
+    bool const corrected = options_.preconditioner == PreconditionerType::eigenvalue_corrected;
     for (index_t k = 0; factors && k < order; ++k) {
-      double const e = inverse_exponent(options_.inverse_exponent_override, order, k);
+      // Eigenvalue-corrected Shampoo rotates every mode and takes no roots of the factors.
+      double const e =
+          corrected ? 0.5 : inverse_exponent(options_.inverse_exponent_override, order, k);
       if (e == 0.0) continue;
       try {
-        check_root_arguments(1.0 / e, options_.epsilon, options_.root);
+        if (!corrected) check_root_arguments(1.0 / e, options_.epsilon, options_.root);
       } catch (Error const& error) {
         tessel::detail::throw_error(detail::sentence("inverse_exponent_override gives dimension ",
                                                      k, " of ", order, "-D blocks the exponent ", e,
@@ -1086,6 +1147,10 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     }
     if (options_.momentum != 0.0) g.momentum = B::template allocate<T>(n);
     if (keeps_grafting_state(options_.grafting.type)) g.grafting = B::template allocate<T>(n);
+    if (options_.preconditioner == PreconditionerType::eigenvalue_corrected) {
+      g.corrected = B::template allocate<T>(n);
+      assign(flat(g.corrected.data(), n), T(0), executor_);
+    }
     g.grad = B::template allocate<T>(n);
     g.search = B::template allocate<T>(n);
     g.spare = B::template allocate<T>(n);

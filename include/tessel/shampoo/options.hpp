@@ -87,7 +87,12 @@ struct RootConfig {
 // Newton-Schulz iteration (Distributed Shampoo's SpectralDescentPreconditionerConfig); or sign
 // descent, sign(gradient) (SignDescentPreconditionerConfig with its default scale 1). The last two
 // keep no factors and compute no roots; grafting, momentum and weight decay apply to all three.
-enum class PreconditionerType { shampoo, spectral_descent, sign_descent };
+// eigenvalue_corrected (SOAP, Distributed Shampoo's EigenvalueCorrectedShampooPreconditionerConfig
+// with its default eigh): the factors' eigenvectors Q_k, refreshed on amortized steps, rotate the
+// gradient into their basis, where a per-element Adam-style second moment V <- beta2 V + w G'^2
+// (the corrected eigenvalues) divides it: direction = (x' / (sqrt(V / bc2) + epsilon)) rotated
+// back, x' = x rotated.
+enum class PreconditionerType { shampoo, spectral_descent, sign_descent, eigenvalue_corrected };
 
 // The quintic Newton-Schulz iteration of spectral descent (NewtonSchulzOrthogonalizationConfig):
 // from X = G / max(||G||_F, 1e-8), num_iterations times X <- a X + b (X X^T) X + c (X X^T)^2 X.
@@ -167,6 +172,8 @@ inline std::string_view preconditioner_name(PreconditionerType t) {
       return "spectral descent";
     case PreconditionerType::sign_descent:
       return "sign descent";
+    case PreconditionerType::eigenvalue_corrected:
+      return "eigenvalue-corrected Shampoo";
   }
   return "unknown";
 }
@@ -198,11 +205,17 @@ inline double inverse_exponent(InverseExponentOverride const& overrides, index_t
 }
 
 // start_preconditioning_step with -1 resolved.
+// Whether the preconditioner accumulates Kronecker factors (Shampoo and its eigenvalue-corrected
+// form; spectral and sign descent keep none).
+constexpr bool keeps_factors(PreconditionerType t) {
+  return t == PreconditionerType::shampoo || t == PreconditionerType::eigenvalue_corrected;
+}
+
 // Spectral and sign descent compute no roots, so -1 means step 1 for them (Distributed Shampoo
 // sets their precondition_frequency to 1).
 inline index_t resolved_start_step(Options const& o) {
   if (o.start_preconditioning_step != -1) return o.start_preconditioning_step;
-  return o.preconditioner == PreconditionerType::shampoo ? o.precondition_frequency : 1;
+  return keeps_factors(o.preconditioner) ? o.precondition_frequency : 1;
 }
 
 // beta3 with -1 resolved.
@@ -227,8 +240,7 @@ inline std::vector<std::string> ignored_options(Options const& o) {
   if (!o.use_trace_scaling && o.trace_scaling_exponent != d.trace_scaling_exponent)
     note("trace_scaling_exponent ", o.trace_scaling_exponent,
          " has no effect without use_trace_scaling.");
-  if (o.drop_weighting_factor_on_gsquare && o.beta2 == 1.0 &&
-      o.preconditioner == PreconditionerType::shampoo)
+  if (o.drop_weighting_factor_on_gsquare && o.beta2 == 1.0 && keeps_factors(o.preconditioner))
     note(
         "drop_weighting_factor_on_gsquare has no effect with beta2 1 (the weight is already 1 "
         "and there is no bias correction).");
@@ -255,6 +267,26 @@ inline std::vector<std::string> ignored_options(Options const& o) {
   if (o.preconditioner != PreconditionerType::spectral_descent && ns_set)
     note("the newton_schulz settings have no effect with ", preconditioner_name(o.preconditioner),
          " (spectral descent uses them).");
+  if (o.preconditioner == PreconditionerType::eigenvalue_corrected) {
+    // Eigenvectors come from eigh alone; the corrected eigenvalues take the square root.
+    std::vector<std::string> set;
+    if (!o.inverse_exponent_override.empty()) set.emplace_back("inverse_exponent_override");
+    if (o.root.method != d.root.method) set.emplace_back("root method coupled Newton");
+    EigenConfig const& re = o.root.eigen;
+    if (re.pseudo_inverse || re.rank_atol != 0.0 || re.rank_rtol != 0.0 ||
+        re.perturb_before_computation != d.root.eigen.perturb_before_computation ||
+        re.retry_double_precision != d.root.eigen.retry_double_precision)
+      set.emplace_back("the eigen root settings");
+    if (o.use_trace_scaling) set.emplace_back("use_trace_scaling");
+    if (!set.empty()) {
+      std::string list = set[0];
+      for (std::size_t i = 1; i < set.size(); ++i) list += ", " + set[i];
+      note(list, set.size() == 1 ? " has" : " have",
+           " no effect with eigenvalue-corrected Shampoo, which computes eigenvectors, not "
+           "roots.");
+    }
+    return out;
+  }
   if (o.preconditioner != PreconditionerType::shampoo) {
     // Every setting of the factors and their roots.
     std::vector<std::string> set;
@@ -366,6 +398,7 @@ inline void validate(Options const& o) {
   bool known_preconditioner = false;
   switch (o.preconditioner) {
     case PreconditionerType::shampoo:
+    case PreconditionerType::eigenvalue_corrected:
       if (resolved_start_step(o) < o.precondition_frequency)
         bad("start_preconditioning_step must be >= precondition_frequency (",
             o.precondition_frequency, "), got ", o.start_preconditioning_step, ".");

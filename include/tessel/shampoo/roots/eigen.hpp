@@ -154,4 +154,38 @@ void eigen_inverse_roots(X const& x, In const& in, Out const& out, index_t count
   }
 }
 
+// The eigenvectors Q_b (columns, ascending eigenvalues) of the count symmetric matrices of `in`
+// (an expression or tensor of shape (count, d, d) in T) into `out` (count, d, d) row-major:
+// eigenvalue-corrected Shampoo's basis. results[b]: non_finite_input for a matrix holding NaN or
+// Inf, solver_failed where the solver did not converge; out_b is unspecified unless ok. No retry
+// in double. Waits for the executor once.
+template <class T, class X, class In, class Out>
+void factor_eigenvectors(X const& x, In const& in, Out const& out, index_t count, index_t d,
+                         std::span<RootResult> results) {
+  using B = exec::Memory<X>;
+  for (auto& r : results) r = RootResult{};
+  if (count == 0 || d == 0) return;
+  auto lambda = B::template scratch<T>(x, count * d);
+  auto info = B::template scratch<int>(x, count);
+  auto flags = B::template scratch<T>(x, count);
+  assign(out, in, x);
+  detail::non_finite_flags(x, B::view(out.data(), detail::matrix_rows_layout(count, d)),
+                           B::view(flags.data(), make_layout(make_shape(count))));
+  // eigh overwrites its matrices with the eigenvectors as columns: out(b, i, j) = Q_b[i][j].
+  eigh(x, B::view(lambda.data(), make_layout(make_shape(count, d))), out,
+       B::view(info.data(), make_layout(make_shape(count))));
+  std::vector<int> host_info(static_cast<std::size_t>(count));
+  std::vector<T> host_flags(static_cast<std::size_t>(count));
+  B::to_host(x, info.data(), count, host_info.data());
+  B::to_host(x, flags.data(), count, host_flags.data());
+  B::wait(x);
+  for (index_t b = 0; b < count; ++b) {
+    auto const i = static_cast<std::size_t>(b);
+    if (!(host_flags[i] == T(0)))
+      results[i].status = RootStatus::non_finite_input;
+    else if (host_info[i] != 0)
+      results[i].status = RootStatus::solver_failed;
+  }
+}
+
 }  // namespace tessel::shampoo

@@ -33,7 +33,7 @@ struct GroupState {
     double root = 2.0;  // 1 / exponent
     DType dtype = DType::f32;
     Buffer<std::byte> factors;  // count * d * d elements of dtype
-    Buffer<T> inverse_roots;    // count * d * d
+    Buffer<T> inverse_roots;    // count * d * d (eigenvalue-corrected Shampoo: eigenvectors)
     // Per slot: a bound on max|F| of the stored factor (inf: unknown), from the last accepted
     // step's overflow pre-check (step/bounds.hpp), and the one the check in progress found.
     std::vector<double> bound, pending;
@@ -49,6 +49,7 @@ struct GroupState {
   index_t numel = 0;
   std::vector<Mode> modes;
   Buffer<T> filtered, momentum, grafting;  // count * numel each, when in use
+  Buffer<T> corrected;                      // eigenvalue-corrected Shampoo: V, count * numel
   Buffer<T> staged_momentum;               // a distributed step's momentum until it commits
   Buffer<T> grad, direction, search, spare;
   Buffer<T> scale;                  // per slot: the grafting rescale

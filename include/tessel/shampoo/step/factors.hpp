@@ -68,25 +68,31 @@ void accumulate_factor(X const& x, T* factor, T const* g, index_t count, Extents
 }
 
 // out = in x_k Q (torch.tensordot(in, Q, ([k], [0])) with the mode kept in place) for the count
-// blocks at in, Q (count, d, d). out may not alias in.
+// blocks at in, Q (count, d, d); with `transposed`, in x_k Q^T. out may not alias in.
 template <class X, class T>
 void mode_product(X const& x, T const* in, T* out, T const* q, index_t count, Extents const& block,
-                  index_t k) {
+                  index_t k, bool transposed = false) {
   using B = exec::Memory<X>;
   auto const a = detail::around_mode(block, k);
   index_t const numel = a.outer * a.d * a.inner;
   auto const qs = B::view(q, make_layout(make_shape(count, a.d, a.d)));
-  if (a.inner == 1) {
+  auto const run = [&](auto const& qm) {
+    if (a.inner == 1) {
+      auto const layout =
+          make_layout(make_shape(count, a.outer, a.d), make_stride(numel, a.d, Int<1>{}));
+      gemm(x, B::view(out, layout), B::view(in, layout), qm);
+      return;
+    }
     auto const layout =
-        make_layout(make_shape(count, a.outer, a.d), make_stride(numel, a.d, Int<1>{}));
-    gemm(x, B::view(out, layout), B::view(in, layout), qs);
-    return;
-  }
-  auto const layout =
-      make_layout(make_shape(count, a.d, a.inner), make_stride(numel, a.inner, Int<1>{}));
-  for (index_t p = 0; p < a.outer; ++p)
-    gemm(x, B::view(out + p * a.d * a.inner, layout), permute<0, 2, 1>(qs),
-         B::view(in + p * a.d * a.inner, layout));
+        make_layout(make_shape(count, a.d, a.inner), make_stride(numel, a.inner, Int<1>{}));
+    for (index_t p = 0; p < a.outer; ++p)
+      gemm(x, B::view(out + p * a.d * a.inner, layout), permute<0, 2, 1>(qm),
+           B::view(in + p * a.d * a.inner, layout));
+  };
+  if (transposed)
+    run(permute<0, 2, 1>(qs));  // in x_k Q^T: tensordot(in, Q, ([k], [1]))
+  else
+    run(qs);
 }
 
 // scale[slot] = max(trace(F_slot) / bias_correction2, epsilon)^(-exponent) for the count factors
