@@ -134,6 +134,8 @@ void check_against_reference(Problem p, ReferenceOptions const& o) {
   DeviceBuffer<C> loss{std::vector<C>(n_loss)}, z{std::vector<C>(n_loss)},
       dw{std::vector<C>(v * h)}, db{std::vector<C>(v)};
   DeviceBuffer<T> dx{std::vector<T>(bt * h)};
+  DeviceBuffer<index_t> argmax{std::vector<index_t>(bt, -2)};
+  DeviceBuffer<C> accuracy{std::vector<C>(n_loss)};
   Options<T, DeviceSpace> opt;
   opt.reduction = o.reduction;
   opt.ignore_index = o.ignore_index;
@@ -147,6 +149,8 @@ void check_against_reference(Problem p, ReferenceOptions const& o) {
                               .grad_input = make_device_tensor(dx.data(), make_shape(bt, h)),
                               .grad_weight = make_device_tensor(dw.data(), make_shape(v, h))};
   if (!p.bias.empty()) out.grad_bias = make_device_tensor(db.data(), make_shape(v));
+  out.argmax = make_device_tensor(argmax.data(), make_shape(bt));
+  out.accuracy = make_device_tensor(accuracy.data(), make_shape(n_loss));
   forward(make_device_tensor(x.data(), make_shape(bt, h)),
           make_device_tensor(w.data(), make_shape(v, h)),
           make_device_tensor(y.data(), make_shape(bt)), opt, out);
@@ -158,6 +162,27 @@ void check_against_reference(Problem p, ReferenceOptions const& o) {
   if (!p.bias.empty()) {
     EXPECT_TRUE(close(db.to_host(), want.grad_bias)) << "grad_bias";
   }
+  // The argmax: the reference's class, or one a near-tie within the tolerance may give; the
+  // accuracy: what that argmax gives.
+  std::vector<index_t> const classes = argmax.to_host();
+  double hits = 0, kept = 0;
+  std::vector<double> per_row;
+  for (index_t i = 0; i < bt; ++i) {
+    index_t const a = classes[i], m = want.argmax[i];
+    if (a != m) {
+      ASSERT_TRUE(a >= 0 && a < v && m >= 0) << "row " << i << ": " << a << " vs " << m;
+      double const top = want.logits[i * v + m];
+      EXPECT_LE(top - want.logits[i * v + a], Tol<T>::atol + Tol<T>::rtol * std::abs(top));
+    }
+    bool const ignored = p.target[i] == o.ignore_index;
+    per_row.push_back(!ignored && a == p.target[i] ? 1.0 : 0.0);
+    hits += per_row.back();
+    kept += ignored ? 0 : 1;
+  }
+  std::vector<double> const acc = o.reduction == Reduction::none  ? per_row
+                                  : o.reduction == Reduction::sum ? std::vector<double>{hits}
+                                  : std::vector<double>{kept != 0 ? hits / kept : 0.0};
+  EXPECT_TRUE(close(accuracy.to_host(), acc)) << "accuracy";
 }
 
 template <class T>

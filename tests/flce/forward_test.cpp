@@ -57,6 +57,14 @@ void expect_matches_reference(Problem const& p, ReferenceOptions const& o, index
   EXPECT_TRUE(all_close(got.lse, want.lse, tol)) << "lse";
   EXPECT_TRUE(all_close(got.target_logprob, want.target_logprob, tol)) << "target_logprob";
   EXPECT_TRUE(all_close(got.entropy, want.entropy, tol)) << "entropy";
+  EXPECT_TRUE(argmax_agrees(got.argmax, want, q.v, tol)) << "argmax";
+  EXPECT_TRUE(accuracy_follows_argmax(
+      got, shifted_targets(q.target, o.shift_sequence_length, o.ignore_index), o.reduction,
+      o.ignore_index))
+      << "accuracy";
+  if (got.argmax == want.argmax) {
+    EXPECT_TRUE(all_close(got.accuracy, want.accuracy, {1e-7, 1e-7})) << "accuracy";
+  }
   EXPECT_TRUE(all_close(got.grad_input, want.grad_input, tol)) << "grad_input";
   EXPECT_TRUE(all_close(got.grad_weight, want.grad_weight, tol)) << "grad_weight";
   if (!p.bias.empty()) {
@@ -151,6 +159,86 @@ TEST(FlceForwardF64, AnEntropyOutputAloneChangesNoOtherResult) {
   EXPECT_EQ(with.grad_input, plain.grad_input);
   EXPECT_EQ(with.grad_weight, plain.grad_weight);
   for (double h : with.entropy) EXPECT_GE(h, 0.0);
+}
+
+// The argmax rides along the row's reduction: asking for it (and the accuracy) changes no bit
+// of any other result, with every row variant (smoothing, entropy) and reduction.
+TEST(FlceForwardF64, ArgmaxAndAccuracyAloneChangeNoOtherResult) {
+  Problem const p = random_problem(23, 7, 41, 9u, true, true, 0.2);
+  for (double smoothing : {0.0, 0.1}) {
+    for (double bonus : {0.0, 0.2}) {
+      for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+        SCOPED_TRACE("smoothing " + std::to_string(smoothing) + " entropy_bonus " +
+                     std::to_string(bonus) + " " + std::string(reduction_name(r)));
+        ReferenceOptions o;
+        o.reduction = r;
+        o.label_smoothing = smoothing;
+        o.entropy_bonus = bonus;
+        FlceRun const with = run_tessel<double>(p, o);
+        Wanted without;
+        without.argmax = without.accuracy = false;
+        FlceRun const plain = run_tessel<double>(p, o, 0, without);
+        EXPECT_EQ(with.loss, plain.loss);
+        EXPECT_EQ(with.z_loss, plain.z_loss);
+        EXPECT_EQ(with.lse, plain.lse);
+        EXPECT_EQ(with.entropy, plain.entropy);
+        EXPECT_EQ(with.grad_input, plain.grad_input);
+        EXPECT_EQ(with.grad_weight, plain.grad_weight);
+        EXPECT_EQ(with.grad_bias, plain.grad_bias);
+        // Without an argmax output, the accuracy alone still counts the same hits.
+        Wanted accuracy_only;
+        accuracy_only.argmax = false;
+        EXPECT_EQ(run_tessel<double>(p, o, 0, accuracy_only).accuracy, with.accuracy);
+      }
+    }
+  }
+}
+
+// Exact ties (integer inputs, duplicated weight rows): the lowest tied class wins, as torch.argmax
+// gives, whatever the chunking; a tie with the target's class below it is a miss.
+TEST(FlceForwardF64, ArgmaxTakesTheLowestTiedClass) {
+  Problem p;
+  p.bt = 4;
+  p.h = 3;
+  p.v = 9;
+  p.x = {1, 2, 0, 0, 1, 1, 2, 0, 1, -1, 0, 0};
+  p.w.assign(p.v * p.h, 0.0);
+  // Rows 2, 5 and 7 of the weight are equal and larger than the rest for x rows 0-2.
+  for (int j : {2, 5, 7}) p.w[j * 3 + 0] = p.w[j * 3 + 1] = p.w[j * 3 + 2] = 3;
+  p.w[4 * 3 + 0] = 1;
+  p.target = {5, 2, 7, 3};
+  for (index_t chunk : {0, 1, 3}) {
+    for (Reduction r : {Reduction::none, Reduction::mean}) {
+      SCOPED_TRACE("chunk " + std::to_string(chunk) + " " + std::string(reduction_name(r)));
+      ReferenceOptions o;
+      o.reduction = r;
+      FlceRun const got = run_tessel<double>(p, o, chunk);
+      // Row 3 is x = (-1, 0, 0): logits -3 for classes 2, 5, 7, -1 for class 4, 0 elsewhere.
+      EXPECT_EQ(got.argmax, (std::vector<std::int64_t>{2, 2, 2, 0}));
+      if (r == Reduction::none) {
+        EXPECT_EQ(got.accuracy, (std::vector<double>{0, 1, 0, 0}));
+      } else {
+        EXPECT_EQ(got.accuracy, (std::vector<double>{0.25}));
+      }
+    }
+  }
+}
+
+// Ignored rows predict nothing (-1) and are not counted; with every row ignored the mean
+// accuracy is 0, like the loss.
+TEST(FlceForwardF64, IgnoredRowsHaveNoArgmaxAndDoNotCount) {
+  Problem p = random_problem(12, 5, 19, 4u);
+  for (std::size_t i = 0; i < p.target.size(); i += 3) p.target[i] = -100;
+  ReferenceOptions o;
+  FlceRun const got = run_tessel<double>(p, o);
+  ReferenceResult const want = reference(p, o);
+  EXPECT_EQ(got.argmax, want.argmax);
+  for (std::size_t i = 0; i < p.target.size(); i += 3) EXPECT_EQ(got.argmax[i], -1);
+  EXPECT_TRUE(all_close(got.accuracy, want.accuracy, {1e-15, 1e-15}));
+  for (auto& t : p.target) t = -100;
+  FlceRun const none = run_tessel<double>(p, o);
+  EXPECT_EQ(none.accuracy, (std::vector<double>{0.0}));
+  EXPECT_EQ(none.argmax, std::vector<std::int64_t>(12, -1));
 }
 
 // The causal-LM shift: sequences of 6 rows, every reduction, with ignored targets and every

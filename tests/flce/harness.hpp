@@ -74,14 +74,15 @@ std::vector<double> to_double(std::vector<T> const& v) {
 
 struct FlceRun {
   std::vector<double> loss, z_loss, grad_input, grad_weight, grad_bias, lse, target_logprob,
-      entropy;
+      entropy, accuracy;
+  std::vector<std::int64_t> argmax;
   FlcePlan plan;
 };
 
 // Which outputs a run asks for.
 struct Wanted {
   bool loss = true, z_loss = true, grad_input = true, grad_weight = true, grad_bias = true;
-  bool lse = true, target_logprob = true, entropy = true;
+  bool lse = true, target_logprob = true, entropy = true, argmax = true, accuracy = true;
 };
 
 // tessel's host forward on problem p (already rounded to T) with options o, on `executor`.
@@ -96,7 +97,8 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   std::vector<C> dy_rows(o.grad_output_rows.begin(), o.grad_output_rows.end());
   std::int64_t const loss_size = o.reduction == Reduction::none ? p.bt : 1;
   std::vector<C> loss(loss_size), z(loss_size), dw(p.v * p.h), db(p.v), lse(p.bt), logp(p.bt),
-      entropy(p.bt);
+      entropy(p.bt), accuracy(loss_size);
+  std::vector<index_t> argmax(p.bt, -2);
   std::vector<T> dx(p.bt * p.h);
 
   Options<T> opt;
@@ -123,6 +125,8 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   if (wanted.lse) out.lse = make_tensor(lse.data(), make_shape(p.bt));
   if (wanted.target_logprob) out.target_logprob = make_tensor(logp.data(), make_shape(p.bt));
   if (wanted.entropy) out.entropy = make_tensor(entropy.data(), make_shape(p.bt));
+  if (wanted.argmax) out.argmax = make_tensor(argmax.data(), make_shape(p.bt));
+  if (wanted.accuracy) out.accuracy = make_tensor(accuracy.data(), make_shape(loss_size));
 
   FlceRun r;
   r.plan = forward(make_tensor(x.data(), make_shape(p.bt, p.h)),
@@ -136,6 +140,8 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   r.lse = to_double(lse);
   r.target_logprob = to_double(logp);
   r.entropy = to_double(entropy);
+  r.accuracy = to_double(accuracy);
+  r.argmax.assign(argmax.begin(), argmax.end());
   return r;
 }
 
@@ -164,6 +170,50 @@ inline ::testing::AssertionResult all_close(std::vector<double> const& actual,
          << bad << " of " << actual.size() << " elements differ; worst at " << worst << ": "
          << actual[worst] << " vs " << expected[worst] << " (atol " << tol.atol << ", rtol "
          << tol.rtol << ")";
+}
+
+// tessel's argmax against the reference's: the same class, or (a near-tie that rounding may
+// decide either way) one whose reference logit is within tol of the row's largest.
+inline ::testing::AssertionResult argmax_agrees(std::vector<std::int64_t> const& actual,
+                                               ReferenceResult const& want, std::int64_t vocab,
+                                               Tolerance tol) {
+  if (actual.size() != want.argmax.size())
+    return ::testing::AssertionFailure()
+           << "sizes differ: " << actual.size() << " vs " << want.argmax.size();
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    std::int64_t const a = actual[i], m = want.argmax[i];
+    if (a == m) continue;
+    if (m < 0 || a < 0 || a >= vocab)
+      return ::testing::AssertionFailure() << "row " << i << ": argmax " << a << ", want " << m;
+    double const top = want.logits[i * vocab + m], at = want.logits[i * vocab + a];
+    if (!(top - at <= tol.atol + tol.rtol * std::abs(top)))
+      return ::testing::AssertionFailure() << "row " << i << ": argmax " << a << " (logit " << at
+                                           << "), want " << m << " (logit " << top << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// The accuracy output against the argmax output of the same call: the fraction (mean), count
+// (sum) or indicator (none) of non-ignored rows whose argmax is their target, exactly.
+inline ::testing::AssertionResult accuracy_follows_argmax(FlceRun const& got,
+                                                          std::vector<std::int64_t> const& target,
+                                                          Reduction reduction,
+                                                          std::int64_t ignore_index) {
+  double hits = 0, count = 0;
+  std::vector<double> rows;
+  for (std::size_t i = 0; i < target.size(); ++i) {
+    bool const ignored = target[i] == ignore_index;
+    double const hit = !ignored && got.argmax[i] == target[i] ? 1.0 : 0.0;
+    hits += hit;
+    count += ignored ? 0 : 1;
+    rows.push_back(hit);
+  }
+  std::vector<double> const want = reduction == Reduction::none ? rows
+                                   : reduction == Reduction::sum
+                                       ? std::vector<double>{hits}
+                                       : std::vector<double>{count != 0 ? hits / count : 0.0};
+  // accum_t<T> rounds hits / count; f32's rounding is within 1e-7 of it.
+  return all_close(got.accuracy, want, {1e-7, 1e-7});
 }
 
 }  // namespace tessel::flce::test

@@ -42,6 +42,9 @@ struct ReferenceResult {
   std::vector<double> z_loss;  // same
   std::vector<double> grad_input, grad_weight, grad_bias;
   std::vector<double> lse, target_logprob, entropy;  // (BT), 0 for ignored rows
+  std::vector<std::int64_t> argmax;  // (BT) the first largest logit's class, -1 for ignored rows
+  std::vector<double> accuracy;      // like loss: [argmax == target], unweighted
+  std::vector<double> logits;        // (BT, V) after temperature and softcap, to judge near-ties
 };
 
 // The targets each row is scored against: the causal shift written out (row i predicts
@@ -118,7 +121,21 @@ inline ReferenceResult reference(Problem const& original, ReferenceOptions const
     r.lse.push_back(ignored ? 0.0 : lse[i]);
     r.target_logprob.push_back(ignored ? 0.0 : logp[i * v + p.target[i]]);
     r.entropy.push_back(ignored ? 0.0 : entropy[i]);
+    std::int64_t best = 0;
+    for (std::int64_t j = 1; j < v; ++j)
+      if (z[i * v + j] > z[i * v + best]) best = j;
+    r.argmax.push_back(ignored ? -1 : best);
   }
+  r.logits = z;
+  // The token accuracy: hits over the non-ignored rows (mean), their count (sum), or per row.
+  double hits = 0;
+  for (std::int64_t i = 0; i < bt; ++i) {
+    double const hit = r.argmax[i] >= 0 && r.argmax[i] == p.target[i] ? 1.0 : 0.0;
+    hits += hit;
+    if (o.reduction == Reduction::none) r.accuracy.push_back(hit);
+  }
+  if (o.reduction == Reduction::sum) r.accuracy.push_back(hits);
+  if (o.reduction == Reduction::mean) r.accuracy.push_back(count != 0 ? hits / count : 0.0);
   // The entropy bonus joins the cross-entropy term (same reduction).
   std::vector<double> bonus(bt, 0.0);
   for (std::int64_t i = 0; i < bt; ++i)

@@ -275,4 +275,100 @@ TEST(SoftmaxMomentOp, UpdatesAndCombinedHalvesGiveLogsumexpAndTheSoftmaxMean) {
   EXPECT_EQ(empty.first, -INFINITY);  // no element: logsumexp -inf, as exec's logsumexp
 }
 
+// The argmax beside an online softmax: for every split into two partials combined in either
+// order, the index of the first largest element (ties to the lowest, the first NaN wins), and
+// the wrapped operator's result unchanged.
+TEST(WithArgmax, UpdatesAndCombinedHalvesGiveTheFirstLargestIndexBesideTheWrappedResult) {
+  using Op = exec::WithArgmax<exec::LogSumExpOp<double>>;
+  Op const op{};
+  exec::LogSumExpOp<double> const plain{};
+  auto run = [](auto const& o, std::vector<double> const& z, std::size_t from, std::size_t to) {
+    auto st = o.identity();
+    for (std::size_t j = from; j < to; ++j) st = o.update(st, z[j], static_cast<index_t>(j));
+    return st;
+  };
+  struct Case {
+    std::vector<double> z;
+    index_t argmax;
+  };
+  for (Case const& c : {Case{{0.5, -1.0, 4.0, -INFINITY, 4.0, 3.5}, 2},
+                        Case{{-INFINITY, -INFINITY}, 0}, Case{{1.0, NAN, 7.0, NAN}, 1},
+                        Case{{-2.0, -3.0, -2.0}, 0}, Case{{}, -1}}) {
+    auto const n = static_cast<index_t>(c.z.size());
+    for (std::size_t cut = 0; cut <= c.z.size(); ++cut) {
+      SCOPED_TRACE(testing::Message() << "case with argmax " << c.argmax << ", cut " << cut);
+      auto const lo = run(op, c.z, 0, cut), hi = run(op, c.z, cut, c.z.size());
+      for (auto st : {op(lo, hi), op(hi, lo)}) {
+        auto const r = op.finalize(st, n);
+        EXPECT_EQ(r.second, c.argmax);
+        double const want = plain.finalize(run(plain, c.z, 0, c.z.size()), n);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(r.first));
+        } else if (std::isinf(want)) {
+          EXPECT_EQ(r.first, want);
+        } else {
+          EXPECT_NEAR(r.first, want, 1e-14);
+        }
+      }
+    }
+  }
+}
+
+// The fused row's argmax on a block of lanes equals the sequential one and the first largest
+// logit (after temperature and softcap), with and without smoothing and the entropy, and an
+// ignored row has none.
+TEST(FusedRow, TheArgmaxOfABlockOfThreadsIsTheFirstLargestLogit) {
+  for (index_t vocab : {1, 5, 123}) {
+    RowCase c = make_case(vocab, 91u + static_cast<unsigned>(vocab));
+    if (vocab > 4) {  // a tie, far above the rest
+      c.logits[3] = c.logits[vocab - 1] = 50.0;
+      c.bias[3] = c.bias[vocab - 1] = 0.0;
+    }
+    for (bool smoothing : {false, true}) {
+      for (bool entropy : {false, true}) {
+        RowConstants<double> k = c.k;
+        k.smoothing = smoothing;
+        k.entropy = entropy;
+        k.argmax = true;
+        k.softcap = 30;
+        k.inv_temperature = 0.5;
+        index_t first = 0;
+        auto z = [&](index_t j) {
+          double const x = (c.logits[j] + c.bias[j]) * k.inv_temperature;
+          return k.softcap * std::tanh(x / k.softcap);
+        };
+        for (index_t j = 1; j < vocab; ++j)
+          if (z(j) > z(first)) first = j;
+        RowRefs<double, double, double> r;
+        r.logits = c.logits.data();
+        r.bias = c.bias.data();
+        r.class_weights = c.class_weights.data();
+        for (int lanes : {1, 3, 32}) {
+          SCOPED_TRACE(testing::Message() << "V " << vocab << ", smoothing " << smoothing
+                                          << ", entropy " << entropy << ", " << lanes << " lanes");
+          ThreadBlock block(lanes);
+          RowLoss<double> const l = block.run([&](ThreadBlock::Context& ctx) {
+            return fused_row(ctx, r, vocab, c.target, k, 1.0, 1.0);
+          });
+          EXPECT_EQ(l.argmax, first);
+          if (vocab > 4) {
+            EXPECT_EQ(l.argmax, 3);
+          }
+          k.argmax = false;
+          RowLoss<double> const without = block.run([&](ThreadBlock::Context& ctx) {
+            return fused_row(ctx, r, vocab, c.target, k, 1.0, 1.0);
+          });
+          k.argmax = true;
+          EXPECT_EQ(without.argmax, -1);
+          EXPECT_EQ(without.ce, l.ce);  // same lane order, same combination: the same bits
+          RowLoss<double> const ignored = block.run([&](ThreadBlock::Context& ctx) {
+            return fused_row(ctx, r, vocab, k.ignore_index, k, 1.0, 1.0);
+          });
+          EXPECT_EQ(ignored.argmax, -1);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace

@@ -212,6 +212,16 @@ TEST(FlceValidation, RejectsOutputsOfTheWrongShape) {
   expect_rejected(
       [](Call& c, auto&, auto& out) { out.entropy = make_tensor(c.z.data(), make_shape(2)); },
       "entropy has 2 elements but input's rows are 8.");
+  expect_rejected(
+      [](Call&, auto&, auto& out) {
+        static std::vector<index_t> classes(7);
+        out.argmax = make_tensor(classes.data(), make_shape(7));
+      },
+      "argmax has 7 elements but input's rows are 8.");
+  // The accuracy is reduced like the loss.
+  expect_rejected(
+      [](Call& c, auto&, auto& out) { out.accuracy = make_tensor(c.z.data(), make_shape(8)); },
+      "accuracy has 8 elements but reduction mean gives 1.");
   expect_rejected([](Call& c, auto&,
                      auto& out) { out.grad_input = make_tensor(c.dx.data(), make_shape(8, 4)); },
                   "grad_input has shape (8,4) but input has shape (8,5).");

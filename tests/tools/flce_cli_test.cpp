@@ -130,7 +130,8 @@ TEST_F(FlceCli, RoundTripsEveryDtypeAndReductionWithAllOptions) {
                   " --grad-input-out " + path("out_dx.npy") + " --grad-weight-out " +
                   path("out_dw.npy") + " --grad-bias-out " + path("out_db.npy") + " --lse-out " +
                   path("out_lse.npy") + " --target-logprob-out " + path("out_logp.npy") +
-                  " --entropy-out " + path("out_entropy.npy"),
+                  " --entropy-out " + path("out_entropy.npy") + " --argmax-out " +
+                  path("out_argmax.npy") + " --accuracy-out " + path("out_accuracy.npy"),
               err);
       ASSERT_EQ(status, 0) << err;
       Problem q = p;
@@ -159,6 +160,28 @@ TEST_F(FlceCli, RoundTripsEveryDtypeAndReductionWithAllOptions) {
       EXPECT_TRUE(
           all_close(read("out_logp.npy", {37}, out), want.target_logprob, tol.atol, tol.rtol));
       EXPECT_TRUE(all_close(read("out_entropy.npy", {37}, out), want.entropy, tol.atol, tol.rtol));
+      // The argmax as int64: the reference's class, or a near-tie rounding may decide; the
+      // accuracy is then exactly what that argmax gives.
+      std::vector<double> const argmax = read("out_argmax.npy", {37}, DType::i64);
+      double hits = 0, kept = 0;
+      std::vector<double> per_row;
+      for (std::size_t i = 0; i < argmax.size(); ++i) {
+        auto const a = static_cast<std::int64_t>(argmax[i]), m = want.argmax[i];
+        if (a != m) {
+          ASSERT_TRUE(a >= 0 && a < 50 && m >= 0) << "row " << i << ": " << a << " vs " << m;
+          double const top = want.logits[i * 50 + m];
+          EXPECT_LE(top - want.logits[i * 50 + a], tol.atol + tol.rtol * std::abs(top))
+              << "row " << i;
+        }
+        bool const ignored = p.target[i] == -100;
+        per_row.push_back(!ignored && a == p.target[i] ? 1.0 : 0.0);
+        hits += per_row.back();
+        kept += ignored ? 0 : 1;
+      }
+      std::vector<double> const accuracy = r == Reduction::none  ? per_row
+                                           : r == Reduction::sum ? std::vector<double>{hits}
+                                                                 : std::vector<double>{hits / kept};
+      EXPECT_TRUE(all_close(read("out_accuracy.npy", loss_shape, out), accuracy, 1e-7, 1e-7));
     }
   }
 }

@@ -83,7 +83,7 @@ struct FlceOptions {
   std::string grad_output;
   std::string device = "host";
   std::string loss_out, z_loss_out, grad_input_out, grad_weight_out, grad_bias_out, lse_out,
-      target_logprob_out, entropy_out;
+      target_logprob_out, entropy_out, argmax_out, accuracy_out;
 };
 
 // A float32/float64 array of the given rank, read from `path` (named by `option` in errors).
@@ -225,6 +225,9 @@ void run_host(FlceJob<T>& job) {
   if (job.want_target_logprob)
     out.target_logprob = make_tensor(job.target_logprob.data(), make_shape(job.bt));
   if (job.want_entropy) out.entropy = make_tensor(job.entropy.data(), make_shape(job.bt));
+  if (job.want_argmax) out.argmax = make_tensor(job.argmax.data(), make_shape(job.bt));
+  if (job.want_accuracy)
+    out.accuracy = make_tensor(job.accuracy.data(), make_shape(job.loss_size()));
   flce::forward(
       make_tensor(static_cast<T const*>(job.input.data()), make_shape(job.bt, job.hidden)),
       make_tensor(static_cast<T const*>(job.weight.data()), make_shape(job.vocab, job.hidden)),
@@ -267,6 +270,8 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   job.want_lse = !o.lse_out.empty();
   job.want_target_logprob = !o.target_logprob_out.empty();
   job.want_entropy = !o.entropy_out.empty();
+  job.want_argmax = !o.argmax_out.empty();
+  job.want_accuracy = !o.accuracy_out.empty();
   if (job.want_grad_bias && !bias)
     throw_error("--grad-bias-out needs --bias: there is no bias to differentiate.");
   if (grad_rows && job.reduction != flce::Reduction::none)
@@ -293,6 +298,8 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   if (job.want_lse) job.lse.assign(job.bt, C(0));
   if (job.want_target_logprob) job.target_logprob.assign(job.bt, C(0));
   if (job.want_entropy) job.entropy.assign(job.bt, C(0));
+  if (job.want_argmax) job.argmax.assign(job.bt, -1);
+  if (job.want_accuracy) job.accuracy.assign(job.loss_size(), C(0));
   if (cuda) {
 #if defined(TESSEL_CLI_CUDA)
     run_flce_cuda(job);
@@ -321,6 +328,13 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
     files.add(o.target_logprob_out, out_dtype, {job.bt}, output_bytes<Out>(job.target_logprob));
   if (job.want_entropy)
     files.add(o.entropy_out, out_dtype, {job.bt}, output_bytes<Out>(job.entropy));
+  if (job.want_argmax) {
+    std::vector<std::byte> bytes(job.argmax.size() * sizeof(std::int64_t));
+    std::memcpy(bytes.data(), job.argmax.data(), bytes.size());
+    files.add(o.argmax_out, DType::i64, {job.bt}, std::move(bytes));
+  }
+  if (job.want_accuracy)
+    files.add(o.accuracy_out, out_dtype, loss_shape, output_bytes<Out>(job.accuracy));
   files.commit();
 }
 
@@ -341,7 +355,9 @@ void run_flce(FlceOptions const& o) {
       {"--grad-bias-out", &o.grad_bias_out},
       {"--lse-out", &o.lse_out},
       {"--target-logprob-out", &o.target_logprob_out},
-      {"--entropy-out", &o.entropy_out}};
+      {"--entropy-out", &o.entropy_out},
+      {"--argmax-out", &o.argmax_out},
+      {"--accuracy-out", &o.accuracy_out}};
   for (std::size_t i = 0; i < outputs.size(); ++i)
     for (std::size_t k = i + 1; k < outputs.size(); ++k)
       if (!outputs[i].second->empty() && *outputs[i].second == *outputs[k].second)
@@ -455,6 +471,10 @@ void add_flce_commands(CLI::App& app) {
                   "(BT,) .npy: each row's log p(target) (0 if ignored)");
   cmd->add_option("--entropy-out", o->entropy_out,
                   "(BT,) .npy: each row's softmax entropy (0 if ignored)");
+  cmd->add_option("--argmax-out", o->argmax_out,
+                  "(BT,) int64 .npy: each row's predicted class (-1 if ignored)");
+  cmd->add_option("--accuracy-out", o->accuracy_out,
+                  "Token accuracy .npy, reduced like the loss (argmax == target, unweighted)");
   cmd->callback([o] { run_flce(*o); });
 }
 

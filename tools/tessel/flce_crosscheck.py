@@ -11,8 +11,9 @@
       recomputes loss, grad_input, grad_weight (and grad_bias) from DIR's inputs and prints the
       largest difference from tessel's DIR/loss.npy, dx.npy, dw.npy (db.npy), and from
       DIR/lse.npy, logp.npy and entropy.npy (the per-row log-sum-exp, target log-probability and
-      softmax entropy) when they exist; with --tolerance t, exits with status 1 when a difference exceeds
-      t * max(1, max |reference|)
+      softmax entropy), argmax.npy (each row's predicted class, -1 if ignored) and accuracy.npy
+      (the token accuracy, reduced like the loss) when they exist; with --tolerance t, exits with
+      status 1 when a difference exceeds t * max(1, max |reference|) (any argmax difference fails)
 
 The torch backend is PyTorch itself: F.cross_entropy on (input @ weight.T + bias) / T
 (softcapped), against the targets shifted within sequences of S rows (labels[..., 1:], the last
@@ -75,6 +76,17 @@ def shifted(y, sequence_length, ignore):
     return [ignore if (i + 1) % sequence_length == 0 else y[i + 1] for i in range(len(y))]
 
 
+def accuracy_of(argmax, y, ignore, reduction):
+    """[argmax == target] over the non-ignored rows, reduced like the loss, unweighted."""
+    hits = [1.0 if y[i] != ignore and argmax[i] == y[i] else 0.0 for i in range(len(y))]
+    kept = sum(1 for t in y if t != ignore)
+    if reduction == "none":
+        return hits
+    if reduction == "sum":
+        return [sum(hits)]
+    return [sum(hits) / kept if kept else 0.0]
+
+
 def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, beta=0.0):
     bt, h, v = len(x), len(x[0]), len(w)
     weight = cw if cw is not None else [1.0] * v
@@ -120,7 +132,11 @@ def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, b
     lse_out = [lse[i] if y[i] != ignore else 0.0 for i in range(bt)]
     logp = [z[i][y[i]] - lse[i] if y[i] != ignore else 0.0 for i in range(bt)]
     entropy = [ent[i] if y[i] != ignore else 0.0 for i in range(bt)]
-    return loss, dx, dw, db, lse_out, logp, entropy
+    # The first largest logit, as torch.argmax.
+    argmax = [max(range(v), key=lambda j: (z[i][j], -j)) if y[i] != ignore else -1
+              for i in range(bt)]
+    return (loss, dx, dw, db, lse_out, logp, entropy, argmax,
+            accuracy_of(argmax, y, ignore, reduction))
 
 
 def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, beta=0.0):
@@ -151,9 +167,10 @@ def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, be
     logp = torch.log_softmax(logits.detach(), dim=-1).gather(1, yt.clamp(min=0)[:, None])[:, 0]
     ld = logits.detach()
     entropy = -(torch.softmax(ld, -1) * torch.log_softmax(ld, -1)).sum(-1)
+    argmax = torch.where(kept, torch.argmax(ld, dim=-1), -1).tolist()
     return ([loss.item()] if loss.dim() == 0 else as_list(loss), as_list(xt.grad), as_list(wt.grad),
             as_list(bt.grad) if bt is not None else [], as_list(lse * kept), as_list(logp * kept),
-            as_list(entropy * kept))
+            as_list(entropy * kept), argmax, accuracy_of(argmax, y, ignore, reduction))
 
 
 # ---- commands ----
@@ -189,9 +206,9 @@ def compare(a):
             backend = "python"
     f = reference_torch if backend == "torch" else reference_python
     y = shifted(y, a.shift_sequence_length, a.ignore_index)
-    loss, dx, dw, db, lse, logp, entropy = f(rows(x, xs), rows(w, ws), y, b, cw, a.reduction,
-                                             a.label_smoothing, a.lse_square_scale, a.softcap,
-                                             a.ignore_index, a.temperature, a.entropy_bonus)
+    loss, dx, dw, db, lse, logp, entropy, argmax, accuracy = f(
+        rows(x, xs), rows(w, ws), y, b, cw, a.reduction, a.label_smoothing, a.lse_square_scale,
+        a.softcap, a.ignore_index, a.temperature, a.entropy_bonus)
     print(f"reference: {backend}, float64")
     flat = lambda m: [e for r in m for e in r]
     checks = [("loss", loss, "loss.npy"), ("grad_input", flat(dx), "dx.npy"),
@@ -199,7 +216,8 @@ def compare(a):
     if a.bias:
         checks.append(("grad_bias", db, "db.npy"))
     for name, want, file in (("lse", lse, "lse.npy"), ("target_logprob", logp, "logp.npy"),
-                             ("entropy", entropy, "entropy.npy")):
+                             ("entropy", entropy, "entropy.npy"), ("argmax", argmax, "argmax.npy"),
+                             ("accuracy", accuracy, "accuracy.npy")):
         if os.path.exists(os.path.join(a.dir, file)):
             checks.append((name, want, file))
     failed = False
@@ -211,6 +229,7 @@ def compare(a):
         scale = max(abs(q) for q in want) if want else 0.0
         print(f"{name:12s} max |tessel - reference| = {worst:.3e}   (max |reference| = {scale:.3e})")
         failed |= a.tolerance is not None and not worst <= a.tolerance * max(1.0, scale)
+        failed |= name == "argmax" and worst != 0
     if len(loss) == 1:
         print(f"loss: tessel {load('loss.npy')[0][0]:.9f}   reference {loss[0]:.9f}")
     if failed:

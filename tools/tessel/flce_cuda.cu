@@ -48,6 +48,8 @@ void run_flce_cuda(FlceJob<T>& job) {
   auto const lse = to_device(job.lse, stream);
   auto const logp = to_device(job.target_logprob, stream);
   auto const entropy = to_device(job.entropy, stream);
+  auto const argmax = to_device(job.argmax, stream);
+  auto const accuracy = to_device(job.accuracy, stream);
 
   flce::Options<T, DeviceSpace> o;
   o.reduction = job.reduction;
@@ -77,6 +79,9 @@ void run_flce_cuda(FlceJob<T>& job) {
   if (job.want_target_logprob)
     out.target_logprob = make_device_tensor(logp.data(), make_shape(job.bt));
   if (job.want_entropy) out.entropy = make_device_tensor(entropy.data(), make_shape(job.bt));
+  if (job.want_argmax) out.argmax = make_device_tensor(argmax.data(), make_shape(job.bt));
+  if (job.want_accuracy)
+    out.accuracy = make_device_tensor(accuracy.data(), make_shape(job.loss_size()));
   flce::forward(
       make_device_tensor(static_cast<T const*>(x.data()), make_shape(job.bt, job.hidden)),
       make_device_tensor(static_cast<T const*>(w.data()), make_shape(job.vocab, job.hidden)),
@@ -90,6 +95,8 @@ void run_flce_cuda(FlceJob<T>& job) {
   gpu::copy_to_host(flat(job.lse), lse, stream);
   gpu::copy_to_host(flat(job.target_logprob), logp, stream);
   gpu::copy_to_host(flat(job.entropy), entropy, stream);
+  gpu::copy_to_host(flat(job.argmax), argmax, stream);
+  gpu::copy_to_host(flat(job.accuracy), accuracy, stream);
   stream.synchronize();
 }
 

@@ -23,9 +23,11 @@ struct FlceJob {
   double label_smoothing = 0, lse_square_scale = 0, softcap = 0, temperature = 1, grad_output = 1;
   double entropy_bonus = 0;
   bool want_z_loss = false, want_grad_input = false, want_grad_weight = false,
-       want_grad_bias = false, want_lse = false, want_target_logprob = false, want_entropy = false;
-  // Results (sized by the runner; lse and target_logprob (BT) when wanted).
-  std::vector<C> loss, z_loss, grad_weight, grad_bias, lse, target_logprob, entropy;
+       want_grad_bias = false, want_lse = false, want_target_logprob = false, want_entropy = false,
+       want_argmax = false, want_accuracy = false;
+  // Results (sized by the runner; the per-row ones (BT) when wanted, accuracy like the loss).
+  std::vector<C> loss, z_loss, grad_weight, grad_bias, lse, target_logprob, entropy, accuracy;
+  std::vector<std::int64_t> argmax;
   std::vector<T> grad_input;
 
   std::int64_t loss_size() const { return reduction == flce::Reduction::none ? bt : 1; }

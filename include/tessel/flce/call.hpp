@@ -126,8 +126,10 @@ void with_plan(X const& input, W const& weight, index_t forced_chunk, F&& f) {
 template <class C>
 RowConstants<C> row_constants(double label_smoothing, double lse_square_scale, double softcap,
                               double temperature, double entropy_bonus, bool entropy_wanted,
-                              index_t ignore_index, index_t vocab, double class_weight_sum) {
+                              bool argmax_wanted, index_t ignore_index, index_t vocab,
+                              double class_weight_sum) {
   RowConstants<C> k;
+  k.argmax = argmax_wanted;
   k.inv_temperature = static_cast<C>(1.0 / temperature);
   k.entropy_bonus = static_cast<C>(entropy_bonus);
   k.entropy = entropy_wanted || entropy_bonus != 0.0;

@@ -104,6 +104,7 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
                                : reinterpret_cast<G*>(base + layout.gradient);
   C* const row_ce = reinterpret_cast<C*>(base + layout.row_loss);  // (BT)
   C* const row_z = reinterpret_cast<C*>(base + layout.row_z);      // (BT)
+  auto* const row_correct = reinterpret_cast<unsigned char*>(base + layout.row_correct);  // (BT)
   auto* const check_at = reinterpret_cast<TargetCheck*>(base + layout.scalars);
 
   // The targets first: an invalid one throws before anything is written.
@@ -133,7 +134,8 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
   body.grad_output = o.grad_output;
   body.scales = loss_scales(check.summary, o.reduction);
   body.k = detail::row_constants<C>(o.label_smoothing, o.lse_square_scale, o.softcap, o.temperature,
-                                    o.entropy_bonus, out.entropy.present, o.ignore_index, v,
+                                    o.entropy_bonus, out.entropy.present,
+                                    out.argmax.present || out.accuracy.present, o.ignore_index, v,
                                     check.summary.class_weight_sum);
   body.row_ce = row_ce;
   body.row_z = row_z;
@@ -143,6 +145,9 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
   body.target_logprob_stride = out.target_logprob.stride;
   body.entropy = out.entropy.present ? out.entropy.data : nullptr;
   body.entropy_stride = out.entropy.stride;
+  body.argmax = out.argmax.present ? out.argmax.data : nullptr;
+  body.argmax_stride = out.argmax.stride;
+  body.row_correct = out.accuracy.present ? row_correct : nullptr;
 
   // The weight as the GEMMs read it: the caller's memory, or a widened copy made once.
   A const* w_data = nullptr;
@@ -207,7 +212,9 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
   backend::template rows<single_block_threads>(
       executor, 1, bt,
       FinalizeLosses<C>{row_ce, row_z, bt, o.reduction, body.scales, out.loss.data, out.loss.stride,
-                        out.z_loss.data, out.z_loss.stride});
+                        out.z_loss.data, out.z_loss.stride,
+                        {row_correct, out.accuracy.present ? out.accuracy.data : nullptr,
+                         out.accuracy.stride}});
 }
 
 // The chunk loop a call flce::forward(input, weight, target, options, outputs, executor) runs

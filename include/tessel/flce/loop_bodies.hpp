@@ -125,25 +125,40 @@ TESSEL_HOST_DEVICE inline LossScales loss_scales(TargetSummary const& s, Reducti
 struct LossSums {
   double ce = 0;
   double z = 0;
+  index_t hits = 0;  // rows whose argmax is their target
 };
 struct CombineLossSums {
   TESSEL_HOST_DEVICE LossSums operator()(LossSums a, LossSums const& b) const {
     a.ce += b.ce;
     a.z += b.z;
+    a.hits += b.hits;
     return a;
   }
 };
 
+// Where the token accuracy goes: the per-row hits the row pass wrote, reduced like the loss but
+// unweighted (mean: hits over non-ignored rows, the z-loss's divisor; sum: the hit count; none:
+// 1 or 0 per row). A null `out` means it is not wanted.
+template <class C>
+struct AccuracyOut {
+  unsigned char const* row_correct = nullptr;  // (BT)
+  C* out = nullptr;
+  index_t stride = 1;
+};
+
 // Writes the loss outputs from the per-row terms: per row for none (loss = ce + z), otherwise
-// the scaled sums (accumulated in double). loss / z_loss may be null (not wanted).
+// the scaled sums (accumulated in double). loss / z_loss may be null (not wanted); so may
+// accuracy.out.
 template <class Ctx, class C>
 TESSEL_HOST_DEVICE void finalize_losses(Ctx const& ctx, C const* row_ce, C const* row_z, index_t bt,
                                         Reduction reduction, LossScales scales, C* loss,
-                                        index_t loss_stride, C* z_loss, index_t z_stride) {
+                                        index_t loss_stride, C* z_loss, index_t z_stride,
+                                        AccuracyOut<C> const& accuracy = {}) {
   if (reduction == Reduction::none) {
     for (index_t i = ctx.lane(); i < bt; i += ctx.lanes()) {
       if (loss != nullptr) loss[i * loss_stride] = row_ce[i] + row_z[i];
       if (z_loss != nullptr) z_loss[i * z_stride] = row_z[i];
+      if (accuracy.out != nullptr) accuracy.out[i * accuracy.stride] = C(accuracy.row_correct[i]);
     }
     return;
   }
@@ -151,11 +166,13 @@ TESSEL_HOST_DEVICE void finalize_losses(Ctx const& ctx, C const* row_ce, C const
   for (index_t i = ctx.lane(); i < bt; i += ctx.lanes()) {
     s.ce += static_cast<double>(row_ce[i]);
     s.z += static_cast<double>(row_z[i]);
+    if (accuracy.out != nullptr) s.hits += accuracy.row_correct[i];
   }
   s = ctx.reduce(s, CombineLossSums{});
   if (ctx.lane() == 0) {
     if (loss != nullptr) *loss = static_cast<C>(s.ce * scales.ce + s.z * scales.z);
     if (z_loss != nullptr) *z_loss = static_cast<C>(s.z * scales.z);
+    if (accuracy.out != nullptr) *accuracy.out = static_cast<C>(static_cast<double>(s.hits) * scales.z);
   }
 }
 
@@ -171,10 +188,12 @@ struct FinalizeLosses {
   index_t loss_stride = 1;
   C* z_loss = nullptr;  // null: not wanted
   index_t z_stride = 1;
+  AccuracyOut<C> accuracy{};
 
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t) const {
-    finalize_losses(ctx, row_ce, row_z, bt, reduction, scales, loss, loss_stride, z_loss, z_stride);
+    finalize_losses(ctx, row_ce, row_z, bt, reduction, scales, loss, loss_stride, z_loss, z_stride,
+                    accuracy);
   }
 };
 

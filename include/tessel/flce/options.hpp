@@ -79,6 +79,15 @@ struct Outputs {
   // (BT) each row's softmax entropy H = lse - sum_j p_j z_j (0 for ignored rows); asking for it
   // costs one more multiply-add per logit in the row pass (also paid with an entropy bonus).
   VectorArg<accum_t<T>, Space> entropy{};
+  // (BT) each row's predicted class: the argmax of its logits (after temperature and softcap;
+  // ties to the lowest class, as torch.argmax), -1 for ignored rows. Tracked in the same sweep as
+  // the log-sum-exp.
+  VectorArg<index_t, Space> argmax{};
+  // Same shape as loss: the token accuracy, [argmax == target] over the non-ignored rows, reduced
+  // like the loss but unweighted (mean: the fraction of non-ignored rows predicted right, 0 when
+  // all are ignored; sum: how many; none: 1 or 0 per row, 0 for ignored rows). Class weights and
+  // smoothing do not enter it.
+  VectorArg<accum_t<T>, Space> accuracy{};
 
   constexpr bool wants_gradients() const {
     return grad_input.present || grad_weight.present || grad_bias.present;

@@ -40,6 +40,7 @@ struct RowConstants {
   C inv_temperature = 1;      // 1 / T, applied to the raw logit before the softcap
   C entropy_bonus = 0;        // beta: each row's loss term gets -beta * H
   bool entropy = false;       // compute H (an entropy output, or a bonus)
+  bool argmax = false;        // track the row's argmax (an argmax or accuracy output)
   C class_weight_sum = 0;     // W = sum_j w_j (V without class weights)
   bool smoothing = false;     // e > 0: accumulate sum_j w_j z_j
 };
@@ -65,6 +66,7 @@ struct RowLoss {
   C lse = 0;             // log sum_j exp(z_j)
   C target_logprob = 0;  // z_t - lse
   C entropy = 0;         // H = lse - sum_j p_j z_j
+  index_t argmax = -1;   // the class of the largest logit (with RowConstants::argmax), else -1
 };
 
 // With label smoothing the row reduces (z_j, w_j z_j) with this: the online logsumexp of the
@@ -110,19 +112,22 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
   C const w_t = class_weight(target);
   C const z_t = cap(raw_logit(target));
 
-  // The reduction then the epilogue, compiled with and without label smoothing and with and
-  // without the entropy: a plain row reduces its logits with exec's logsumexp alone; smoothing
-  // pairs it with the sum of w_j z_j (RowSoftmaxOp); the entropy replaces it with the softmax
-  // moments (lse and sum_j p_j z_j), so no row pays for work it does not need per element. The
+  // The reduction then the epilogue, compiled with and without label smoothing, the entropy and
+  // the argmax: a plain row reduces its logits with exec's logsumexp alone; smoothing pairs it
+  // with the sum of w_j z_j (RowSoftmaxOp); the entropy replaces it with the softmax moments (lse
+  // and sum_j p_j z_j); the argmax rides along the main reduction (exec::WithArgmax), so no row
+  // pays for work it does not need per element. The
   // epilogue: g_j = (a + b W + zc) p_j - a [j = t] - b w_j, times the softcap's derivative; the
   // target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in 16 bits. A
   // loss-only pass writes nothing (its empty loop is dropped): one reduction site for both cases
   // keeps the row one inlined loop nest.
   bool const writes = r.grad != nullptr;
-  auto row = [&](auto smoothing_tag, auto entropy_tag) {
+  auto row = [&](auto smoothing_tag, auto entropy_tag, auto argmax_tag) {
     constexpr bool smoothing = decltype(smoothing_tag)::value;
     constexpr bool entropy = decltype(entropy_tag)::value;
-    using Main = std::conditional_t<entropy, exec::SoftmaxMomentOp<C>, exec::LogSumExpOp<C>>;
+    constexpr bool argmax = decltype(argmax_tag)::value;
+    using Moments = std::conditional_t<entropy, exec::SoftmaxMomentOp<C>, exec::LogSumExpOp<C>>;
+    using Main = std::conditional_t<argmax, exec::WithArgmax<Moments>, Moments>;
     using Op = std::conditional_t<smoothing, exec::PairOp<Main, exec::SumOp<C>>, Main>;
     auto element = [&](index_t j) {
       C const z = cap(raw_logit(j));
@@ -131,22 +136,29 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
       else
         return z;
     };
-    // The main reduction's result (lse, or (lse, sum_j p_j z_j)) and the smoothing sum.
+    // The main reduction's result ((lse, or (lse, sum_j p_j z_j)), with the argmax beside it)
+    // and the smoothing sum.
     auto main_of = [](auto const& s) {
       if constexpr (smoothing)
         return s.first;
       else
         return s;
     };
-    auto lse_of = [&](auto const& s) {
-      if constexpr (entropy)
+    auto moments_of = [&](auto const& s) {
+      if constexpr (argmax)
         return main_of(s).first;
       else
         return main_of(s);
     };
+    auto lse_of = [&](auto const& s) {
+      if constexpr (entropy)
+        return moments_of(s).first;
+      else
+        return moments_of(s);
+    };
     auto mean_of = [&](auto const& s) {
       if constexpr (entropy)
-        return main_of(s).second;
+        return moments_of(s).second;
       else
         return C(0);
     };
@@ -190,13 +202,19 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
     loss.z = k.lse_square_scale * lse * lse;
     loss.lse = lse;
     loss.target_logprob = z_t - lse;
+    if constexpr (argmax) loss.argmax = main_of(s).second;
     return loss;
   };
-  if (k.entropy)
-    return k.smoothing ? row(std::true_type{}, std::true_type{})
-                       : row(std::false_type{}, std::true_type{});
-  return k.smoothing ? row(std::true_type{}, std::false_type{})
-                     : row(std::false_type{}, std::false_type{});
+  // The eight variants, each a constant-folded copy of the row.
+  auto with_argmax = [&](auto smoothing_tag, auto entropy_tag) {
+    return k.argmax ? row(smoothing_tag, entropy_tag, std::true_type{})
+                    : row(smoothing_tag, entropy_tag, std::false_type{});
+  };
+  auto with_entropy = [&](auto smoothing_tag) {
+    return k.entropy ? with_argmax(smoothing_tag, std::true_type{})
+                     : with_argmax(smoothing_tag, std::false_type{});
+  };
+  return k.smoothing ? with_entropy(std::true_type{}) : with_entropy(std::false_type{});
 }
 
 // The row body of one chunk, for exec::for_each_row: row i of the chunk is row first_row + i of
@@ -231,6 +249,9 @@ struct ChunkRows {
   index_t target_logprob_stride = 1;
   C* entropy = nullptr;  // (BT) Outputs::entropy, or null
   index_t entropy_stride = 1;
+  index_t* argmax = nullptr;  // (BT) Outputs::argmax, or null
+  index_t argmax_stride = 1;
+  unsigned char* row_correct = nullptr;  // (BT) 1 where the argmax is the target, with k.argmax
   index_t first_row = 0;
 
   template <class Ctx>
@@ -250,15 +271,18 @@ struct ChunkRows {
     // A local copy: the gradient's stores (through refs.grad) cannot alias it, so its fields stay
     // in registers across the row's loops instead of being reloaded after every store.
     RowConstants<C> const constants = k;
-    RowLoss<C> const l = fused_row(
-        ctx, refs, vocab, target_of(target, target_stride, row, shift, constants.ignore_index),
-        constants, static_cast<C>(dy * scales.ce), static_cast<C>(dy * scales.z));
+    index_t const t = target_of(target, target_stride, row, shift, constants.ignore_index);
+    RowLoss<C> const l = fused_row(ctx, refs, vocab, t, constants, static_cast<C>(dy * scales.ce),
+                                   static_cast<C>(dy * scales.z));
     if (ctx.lane() == 0) {
       row_ce[row] = l.ce;
       row_z[row] = l.z;
       if (lse != nullptr) lse[row * lse_stride] = l.lse;
       if (target_logprob != nullptr) target_logprob[row * target_logprob_stride] = l.target_logprob;
       if (entropy != nullptr) entropy[row * entropy_stride] = l.entropy;
+      if (argmax != nullptr) argmax[row * argmax_stride] = l.argmax;
+      // An ignored row (argmax -1) is never a hit.
+      if (row_correct != nullptr) row_correct[row] = l.argmax >= 0 && l.argmax == t ? 1 : 0;
     }
   }
 };

@@ -104,9 +104,11 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
   };
   check_loss(out.loss, "loss");
   check_loss(out.z_loss, "z_loss");
+  check_loss(out.accuracy, "accuracy");
   check_vector_size(out.lse, "lse", bt, "input's rows are");
   check_vector_size(out.target_logprob, "target_logprob", bt, "input's rows are");
   check_vector_size(out.entropy, "entropy", bt, "input's rows are");
+  check_vector_size(out.argmax, "argmax", bt, "input's rows are");
   if (out.grad_input.present) {
     if (out.grad_input.rows != bt || out.grad_input.cols != h)
       fail(

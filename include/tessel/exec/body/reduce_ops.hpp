@@ -218,6 +218,40 @@ struct SoftmaxMomentOp {
   }
 };
 
+template <class S, class T>
+struct WithArgmaxState {
+  S inner;        // the wrapped operator's state
+  ArgState<T> arg;  // the running argmax
+};
+
+// Op (a reduction over elements of type T: exec's logsumexp or softmax moments) and the index of
+// its largest element in the same sweep and the same lane reduction: FLCE's row predicts its
+// argmax from the logits the online softmax reads, without a second pass. The index follows
+// ArgmaxOp (ties to the lowest index, the first NaN wins); an empty row gives -1.
+// @post finalize(s, n) == Pair{Op.finalize(s.inner, n), ArgmaxOp.finalize(s.arg, n)}
+template <class Op>
+struct WithArgmax {
+  using value_type = typename Op::value_type;
+  static constexpr PacketForm packet_form = PacketForm::none;
+  using state_type = WithArgmaxState<typename Op::state_type, value_type>;
+
+  Op op{};
+
+  TESSEL_HOST_DEVICE constexpr state_type identity() const {
+    return {op.identity(), ArgmaxOp<value_type>{}.identity()};
+  }
+  TESSEL_HOST_DEVICE state_type update(state_type s, value_type x, index_t i) const {
+    return {op.update(s.inner, x, i), ArgmaxOp<value_type>{}.update(s.arg, x, i)};
+  }
+  TESSEL_HOST_DEVICE state_type operator()(state_type a, state_type b) const {
+    return {op(a.inner, b.inner), ArgmaxOp<value_type>{}(a.arg, b.arg)};
+  }
+  TESSEL_HOST_DEVICE auto finalize(state_type s, index_t n) const {
+    using R = decltype(op.finalize(s.inner, n));
+    return Pair<R, index_t>{op.finalize(s.inner, n), ArgmaxOp<value_type>{}.finalize(s.arg, n)};
+  }
+};
+
 // Two reductions in one pass and one lane reduction: an element is a Pair (a, b); a goes to OpA,
 // b to OpB, and the state, the combination and the result are the pairs of theirs. FLCE's pass
 // over a row of logits is PairOp<LogSumExpOp<C>, SumOp<C>>: the online logsumexp of z_j and the
