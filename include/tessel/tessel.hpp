@@ -43,6 +43,7 @@
 #include "flce/plan_print.hpp"
 #include "flce/types.hpp"
 #include "flce/validate.hpp"
+#include "flce/vocab_parallel.hpp"
 #include "interop/mdspan.hpp"
 #include "shampoo/options.hpp"
 #include "shampoo/plan/distribute.hpp"

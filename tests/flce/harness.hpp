@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <tessel/dist/communicator.hpp>
 #include <tessel/flce/forward.hpp>
+#include <tessel/flce/vocab_parallel.hpp>
 #include <tessel/tensor/tensor.hpp>
 
 #include "reference.hpp"
@@ -85,10 +87,13 @@ struct Wanted {
   bool lse = true, target_logprob = true, entropy = true, argmax = true, accuracy = true;
 };
 
-// tessel's host forward on problem p (already rounded to T) with options o, on `executor`.
+// tessel's host forward on problem p (already rounded to T) with options o, on `executor`. With
+// a communicator, the vocabulary-parallel forward: p's weight, bias and class weights are then
+// this rank's slice (and grad_weight, grad_bias the slice's).
 template <class T, class Executor = exec::Auto>
 FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_size = 0,
-                   Wanted wanted = {}, Executor const& executor = {}) {
+                   Wanted wanted = {}, Executor const& executor = {},
+                   dist::Communicator* communicator = nullptr) {
   using C = accum_t<T>;
   auto x = to_storage<T>(p.x);
   auto w = to_storage<T>(p.w);
@@ -129,9 +134,13 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   if (wanted.accuracy) out.accuracy = make_tensor(accuracy.data(), make_shape(loss_size));
 
   FlceRun r;
-  r.plan = forward(make_tensor(x.data(), make_shape(p.bt, p.h)),
-                   make_tensor(w.data(), make_shape(p.v, p.h)),
-                   make_tensor(p.target.data(), make_shape(p.bt)), opt, out, executor);
+  auto const input = make_tensor(x.data(), make_shape(p.bt, p.h));
+  auto const weight = make_tensor(w.data(), make_shape(p.v, p.h));
+  auto const target = make_tensor(p.target.data(), make_shape(p.bt));
+  if (communicator != nullptr)
+    r.plan = forward(input, weight, target, VocabParallel{communicator}, opt, out, executor).plan;
+  else
+    r.plan = forward(input, weight, target, opt, out, executor);
   r.loss = to_double(loss);
   r.z_loss = to_double(z);
   r.grad_input = to_double(dx);
@@ -214,6 +223,37 @@ inline ::testing::AssertionResult accuracy_follows_argmax(FlceRun const& got,
                                        : std::vector<double>{count != 0 ? hits / count : 0.0};
   // accum_t<T> rounds hits / count; f32's rounding is within 1e-7 of it.
   return all_close(got.accuracy, want, {1e-7, 1e-7});
+}
+
+// Rank `rank`'s slice of `ranks` in a vocabulary-parallel call: classes split as evenly as they
+// go, the first V % ranks slices one larger.
+inline VocabSlice slice_of(std::int64_t vocab, int rank, int ranks) {
+  std::int64_t const base = vocab / ranks, extra = vocab % ranks;
+  return {rank * base + (rank < extra ? rank : extra), base + (rank < extra ? 1 : 0)};
+}
+
+// p with only the classes of `slice`: its weight rows, bias and class weights.
+inline Problem sliced(Problem p, VocabSlice slice) {
+  auto const rows = [&](std::vector<double> const& v, std::int64_t width) {
+    if (v.empty()) return v;
+    return std::vector<double>(v.begin() + slice.offset * width,
+                               v.begin() + (slice.offset + slice.size) * width);
+  };
+  p.w = rows(p.w, p.h);
+  p.bias = rows(p.bias, 1);
+  p.class_weights = rows(p.class_weights, 1);
+  p.v = slice.size;
+  return p;
+}
+
+// The single-process results restricted to what a rank of a vocabulary-parallel call returns:
+// grad_weight's and grad_bias's rows of its slice.
+inline FlceRun sliced(FlceRun r, VocabSlice slice, std::int64_t hidden) {
+  r.grad_weight = std::vector<double>(r.grad_weight.begin() + slice.offset * hidden,
+                                      r.grad_weight.begin() + (slice.offset + slice.size) * hidden);
+  r.grad_bias = std::vector<double>(r.grad_bias.begin() + slice.offset,
+                                    r.grad_bias.begin() + slice.offset + slice.size);
+  return r;
 }
 
 }  // namespace tessel::flce::test

@@ -24,7 +24,7 @@ TEST(SummarizeTargets, SumsTheNonIgnoredTargetsAndFindsTheFirstBadRowWithAnyLane
     SCOPED_TRACE(lanes);
     ThreadBlock block(lanes);
     TargetSummary const s = block.run([&](ThreadBlock::Context& ctx) {
-      return summarize_targets(ctx, y.data(), 1, 0, 10, 9, -100, w.data(), 1);
+      return summarize_targets(ctx, y.data(), 1, 0, 10, 9, -100, w.data(), 1, VocabSlice{0, 9});
     });
     EXPECT_EQ(s.count, 5);
     EXPECT_EQ(s.weight_sum, 9.5);
@@ -33,11 +33,40 @@ TEST(SummarizeTargets, SumsTheNonIgnoredTargetsAndFindsTheFirstBadRowWithAnyLane
   }
   exec::SequentialContext seq;
   TargetSummary const none =
-      summarize_targets(seq, y.data(), 1, 0, 3, 9, -100, static_cast<float const*>(nullptr), 1);
+      summarize_targets(seq, y.data(), 1, 0, 3, 9, -100, static_cast<float const*>(nullptr), 1,
+                        VocabSlice{0, 9});
   EXPECT_EQ(none.count, 2);
   EXPECT_EQ(none.weight_sum, 2.0);
   EXPECT_EQ(none.class_weight_sum, 9.0);
   EXPECT_EQ(none.first_bad_row, -1);
+}
+
+// A vocabulary-parallel rank's summary: every valid target counts, but only the targets of its
+// slice add their weight (1 without class weights), and the class-weight sum is the slice's; the
+// slices' summaries add up to the whole vocabulary's.
+TEST(SummarizeTargets, ASliceWeighsOnlyItsOwnClassesAndTheSlicesAddUp) {
+  std::vector<std::int64_t> y = {3, -100, 0, 9, 2, 12, 3, -1, -100, 5};
+  std::vector<float> w = {0.5f, 1, 1, 2, 1, 4, 1, 1, 1};  // V = 9
+  exec::SequentialContext seq;
+  for (float const* weights : {static_cast<float const*>(w.data()), static_cast<float const*>(nullptr)}) {
+    TargetSummary const whole =
+        summarize_targets(seq, y.data(), 1, 0, 10, 9, -100, weights, 1, VocabSlice{0, 9});
+    TargetSummary sum;
+    for (VocabSlice slice : {VocabSlice{0, 4}, VocabSlice{4, 1}, VocabSlice{5, 4}}) {
+      TargetSummary const s = summarize_targets(seq, y.data(), 1, 0, 10, 9, -100,
+                                                weights ? weights + slice.offset : nullptr, 1, slice);
+      EXPECT_EQ(s.count, whole.count);
+      EXPECT_EQ(s.first_bad_row, whole.first_bad_row);
+      sum.weight_sum += s.weight_sum;
+      sum.class_weight_sum += s.class_weight_sum;
+    }
+    EXPECT_EQ(sum.weight_sum, whole.weight_sum);
+    EXPECT_EQ(sum.class_weight_sum, whole.class_weight_sum);
+  }
+  TargetSummary const first =
+      summarize_targets(seq, y.data(), 1, 0, 10, 9, -100, w.data(), 1, VocabSlice{0, 4});
+  EXPECT_EQ(first.weight_sum, 2 + 0.5 + 1 + 2);  // targets 3, 0, 2, 3
+  EXPECT_EQ(first.class_weight_sum, 4.5);
 }
 
 TEST(LossScales, DivideOnlyForMeanAndGiveZeroForAZeroDivisor) {

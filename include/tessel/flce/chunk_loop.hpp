@@ -13,6 +13,7 @@
 #include "../core/dtype.hpp"
 #include "../core/int.hpp"
 #include "../core/layout.hpp"
+#include "../dist/communicator.hpp"
 #include "../expr/cast.hpp"
 #include "../expr/reduce.hpp"
 #include "../tensor/tensor.hpp"
@@ -39,14 +40,64 @@ struct CallArgs {
   Outputs<T, Space> const& outputs;
 };
 
+// Where a call's classes are: all here, or this rank's slice of a vocabulary-parallel call whose
+// ranks share `communicator` (flce/vocab_parallel.hpp). Every rank runs the same chunks.
+struct Sharding {
+  dist::Communicator* communicator = nullptr;
+  VocabSlice slice{};  // this rank's classes: its weight's rows
+  index_t vocab = 0;   // the whole vocabulary
+};
+
+namespace detail {
+
+// The buffers a vocabulary-parallel call allocates besides ScratchLayout's, in one allocation,
+// each aligned to scratch_alignment: this rank's share of each row of a chunk (R records), every
+// rank's (ranks x R), the part of d input its slice gives before the ranks add them (R x H in
+// the compute type), and the two target-summary sums. R = min(chunk_size, BT).
+template <class C>
+struct ShardScratch {
+  ShardRowStats<C>* local = nullptr;
+  ShardRowStats<C>* gathered = nullptr;
+  C* grad_input = nullptr;
+  double* sums = nullptr;
+
+  template <class Plan>
+  static index_t bytes(Plan const& plan, Sharding const& s) {
+    return carve(nullptr, plan, s).end;
+  }
+  template <class Plan>
+  static ShardScratch carve(std::byte* base, Plan const& plan, Sharding const& s) {
+    FlcePlan const p(plan);
+    index_t const r = p.buffer_rows();
+    index_t const record = static_cast<index_t>(sizeof(ShardRowStats<C>));
+    index_t at = 0;
+    auto place = [&](auto*& out, index_t bytes) {
+      out = base ? reinterpret_cast<std::remove_reference_t<decltype(out)>>(base + at) : nullptr;
+      at += bytes;
+    };
+    ShardScratch k;
+    place(k.local, checked_bytes(r, 1, record));
+    place(k.gathered, checked_bytes(r, s.communicator->size(), record));
+    place(k.grad_input, checked_bytes(r, p.hidden, static_cast<index_t>(sizeof(C))));
+    place(k.sums, checked_bytes(2, 1, 8));
+    k.end = at;
+    return k;
+  }
+  index_t end = 0;  // bytes used
+};
+
+}  // namespace detail
+
 // The chunk loop of a call with plan type Plan, storage type T and target type Y on Executor.
+// Sharded: a vocabulary-parallel call (Plan is the plan of this rank's slice), whose chunks
+// exchange each row's statistics between the row reduction and the epilogue.
 //   plan_type     the plan the loop is instantiated with (StaticFlcePlan: its extents are Int<>s)
 //   row_body      the body each row of a chunk runs (exec::for_each_row: the host's rows, or the
 //                 CUDA kernel exec::kernels::rows_kernel<row_threads, row_body>)
 //   gemm_type     what the GEMMs read: T on CUDA (tensor cores for 16-bit), accum_t<T> on the host
 //   gradient_type the logits gradient the gradient GEMMs read: accum_t<T> in place over the logits,
 //                 or T in its own buffer (CUDA, 16-bit)
-template <AnyFlcePlan Plan, Element T, TargetElement Y, class Executor>
+template <AnyFlcePlan Plan, Element T, TargetElement Y, class Executor, bool Sharded = false>
 struct ChunkLoop {
   using plan_type = Plan;
   using backend = detail::Backend<Executor>;
@@ -54,7 +105,9 @@ struct ChunkLoop {
   using compute_type = accum_t<T>;
   using gemm_type = typename backend::template gemm_t<T>;
   using gradient_type = gemm_type;
-  using row_body = ChunkRows<Plan, compute_type, gradient_type, T, Y>;
+  using row_body = ChunkRows<Plan, compute_type, gradient_type, T, Y, Sharded>;
+  // Sharded: the pass that gives each row's share before the ranks exchange them.
+  using shard_stats_body = ChunkShardStats<Plan, compute_type, T, Y>;
 
   // Threads per row of the CUDA row kernel: a row of 128256 logits is ~250 elements per thread
   // per pass, and four blocks fit an SM; the body holds a few scalars per thread.
@@ -64,12 +117,17 @@ struct ChunkLoop {
 
   // Runs the call. Everything has been validated except the targets' values, which are checked
   // (tessel::Error, nothing written) before the first output is written.
-  static void run(Plan const& plan, CallArgs<T, Y, space> const& call, Executor const& executor);
+  // Sharded: `sharding` names the communicator and the slice; every rank must run the same call
+  // (the same input, targets and options) on its slice, or the ranks wait for each other forever.
+  static void run(Plan const& plan, CallArgs<T, Y, space> const& call, Executor const& executor,
+                  Sharding const& sharding = {});
 };
 
-template <AnyFlcePlan Plan, Element T, TargetElement Y, class Executor>
-void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space> const& call,
-                                          Executor const& executor) {
+template <AnyFlcePlan Plan, Element T, TargetElement Y, class Executor, bool Sharded>
+void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
+                                                   CallArgs<T, Y, space> const& call,
+                                                   Executor const& executor,
+                                                   Sharding const& sharding) {
   using C = compute_type;
   using A = gemm_type;
   using G = gradient_type;
@@ -107,15 +165,43 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
   auto* const row_correct = reinterpret_cast<unsigned char*>(base + layout.row_correct);  // (BT)
   auto* const check_at = reinterpret_cast<TargetCheck*>(base + layout.scalars);
 
+  // The whole vocabulary, and this rank's slice of it.
+  index_t const vocab = Sharded ? sharding.vocab : index_t{v};
+  VocabSlice const slice = Sharded ? sharding.slice : VocabSlice{0, v};
+  // Sharded: the extra buffers (detail::ShardScratch), and the collectives on this executor's
+  // memory, each after the executor's queued work.
+  detail::ShardScratch<C> shard;
+  auto const shard_buffer = [&] {
+    if constexpr (Sharded)
+      return backend::template scratch<std::byte>(
+          executor, detail::ShardScratch<C>::bytes(plan, sharding), "FLCE vocabulary-parallel");
+    else
+      return 0;
+  }();
+  if constexpr (Sharded) shard = detail::ShardScratch<C>::carve(shard_buffer.data(), plan, sharding);
+  auto const all_reduce = [&](auto* data, index_t n) {
+    backend::wait(executor);
+    sharding.communicator->all_reduce_sum(std::span(data, static_cast<std::size_t>(n)));
+  };
+
   // The targets first: an invalid one throws before anything is written.
   backend::template rows<single_block_threads>(
       executor, 1, bt,
-      SummarizeTargets<Y, T>{y.data, y.stride, o.shift_sequence_length, bt, v, o.ignore_index,
-                             o.class_weights.data, o.class_weights.stride, check_at});
-  TargetCheck const check = backend::read(executor, check_at);
+      SummarizeTargets<Y, T>{y.data, y.stride, o.shift_sequence_length, bt, vocab, o.ignore_index,
+                             o.class_weights.data, o.class_weights.stride, check_at, slice});
+  TargetCheck check = backend::read(executor, check_at);
   if (check.summary.first_bad_row >= 0)
-    detail::fail_bad_target(check.bad_target, check.summary.first_bad_row, v, o.ignore_index,
+    detail::fail_bad_target(check.bad_target, check.summary.first_bad_row, vocab, o.ignore_index,
                             o.shift_sequence_length);
+  if constexpr (Sharded) {  // each rank weighed the targets and classes of its slice
+    double sums[2] = {check.summary.weight_sum, check.summary.class_weight_sum};
+    backend::from_host(executor, sums, 2, shard.sums);
+    all_reduce(shard.sums, 2);
+    backend::to_host(executor, shard.sums, 2, sums);
+    backend::wait(executor);
+    check.summary.weight_sum = sums[0];
+    check.summary.class_weight_sum = sums[1];
+  }
 
   bool const grads = out.wants_gradients();
   row_body body;
@@ -135,8 +221,8 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
   body.scales = loss_scales(check.summary, o.reduction);
   body.k = detail::row_constants<C>(o.label_smoothing, o.lse_square_scale, o.softcap, o.temperature,
                                     o.entropy_bonus, out.entropy.present,
-                                    out.argmax.present || out.accuracy.present, o.ignore_index, v,
-                                    check.summary.class_weight_sum);
+                                    out.argmax.present || out.accuracy.present, o.ignore_index,
+                                    vocab, check.summary.class_weight_sum);
   body.row_ce = row_ce;
   body.row_z = row_z;
   body.lse = out.lse.present ? out.lse.data : nullptr;
@@ -148,6 +234,25 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
   body.argmax = out.argmax.present ? out.argmax.data : nullptr;
   body.argmax_stride = out.argmax.stride;
   body.row_correct = out.accuracy.present ? row_correct : nullptr;
+  shard_stats_body stats;
+  if constexpr (Sharded) {
+    body.shard_stats = shard.gathered;
+    body.ranks = sharding.communicator->size();
+    body.vocab_offset = slice.offset;
+    stats = {plan,
+             logits,
+             o.bias.data,
+             o.bias.stride,
+             o.class_weights.data,
+             o.class_weights.stride,
+             y.data,
+             y.stride,
+             o.shift_sequence_length,
+             body.k,
+             slice.offset,
+             shard.local,
+             0};
+  }
 
   // The weight as the GEMMs read it: the caller's memory, or a widened copy made once.
   A const* w_data = nullptr;
@@ -187,6 +292,17 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
     }();
     backend::gemm(executor, matrix(logits, rows, v, v), x_chunk, transpose(weight), {});
     body.first_row = r0;
+    if constexpr (Sharded) {  // each rank's share of every row, then all ranks' shares everywhere
+      stats.first_row = r0;
+      backend::template rows<row_threads>(executor, rows, v, stats);
+      backend::wait(executor);
+      auto const record = static_cast<std::size_t>(rows) * sizeof(ShardRowStats<C>);
+      sharding.communicator->all_gather(
+          std::span(reinterpret_cast<std::byte const*>(shard.local), record),
+          std::span(reinterpret_cast<std::byte*>(shard.gathered),
+                    record * static_cast<std::size_t>(body.ranks)));
+      body.shard_stride = rows;
+    }
     backend::template rows<row_threads>(executor, rows, v, body);
     if (!grads) continue;
 
@@ -199,7 +315,12 @@ void ChunkLoop<Plan, T, Y, Executor>::run(Plan const& plan, CallArgs<T, Y, space
     if (out.grad_bias.present) backend::assign(executor, grad_bias, grad_bias + sum(g, mode<0>));
     if (out.grad_input.present) {
       auto const dx = matrix(out.grad_input.row(r0), rows, h, out.grad_input.row_stride);
-      if constexpr (widen) {
+      if constexpr (Sharded) {  // each rank's slice gives a part of d input: the ranks add them
+        auto const part = matrix(shard.grad_input, rows, h, h);
+        backend::gemm(executor, part, g, weight, {});
+        all_reduce(shard.grad_input, rows * index_t{h});
+        backend::assign(executor, dx, cast<T>(part));
+      } else if constexpr (widen) {
         auto const dx32 = matrix(reinterpret_cast<A*>(base + layout.grad_input_f32), rows, h, h);
         backend::gemm(executor, dx32, g, weight, {});
         backend::assign(executor, dx, dx32);

@@ -27,6 +27,7 @@
 #include <tessel/flce/backward.hpp>
 #include <tessel/flce/chunk_loop.hpp>
 #include <tessel/flce/forward.hpp>
+#include <tessel/flce/vocab_parallel.hpp>
 
 namespace tessel::flce {
 
@@ -96,6 +97,20 @@ requires MatrixTensor<X, DeviceSpace> && MatrixTensor<W, DeviceSpace> &&
                 std::type_identity_t<Outputs<tensor_value_t<X>, DeviceSpace>> const& outputs,
                 Executor const& executor = {}) {
   return detail::run_forward(input, weight, target, options, outputs, executor);
+}
+
+// The vocabulary-parallel forward for device tensors (flce/vocab_parallel.hpp), over an NCCL
+// communicator created on executor.stream (its collectives are then ordered with the chunk
+// loop's kernels). Waits for the stream before each collective.
+template <class X, class W, class Y, exec::DeviceExecutor Executor = exec::Cuda>
+requires MatrixTensor<X, DeviceSpace> && MatrixTensor<W, DeviceSpace> &&
+    TargetTensor<Y, DeviceSpace>
+        VocabParallelPlan
+        forward(X const& input, W const& weight, Y const& target, VocabParallel const& parallel,
+                std::type_identity_t<Options<tensor_value_t<X>, DeviceSpace>> const& options,
+                std::type_identity_t<Outputs<tensor_value_t<X>, DeviceSpace>> const& outputs,
+                Executor const& executor = {}) {
+  return detail::run_vocab_parallel(input, weight, target, parallel, options, outputs, executor);
 }
 
 // backward for device gradients: multiplies them by grad_output (no work when it is 1), one

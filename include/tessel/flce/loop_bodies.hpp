@@ -41,14 +41,29 @@ TESSEL_HOST_DEVICE index_t target_of(Y const* target, index_t target_stride, ind
   return static_cast<index_t>(target[(row + 1) * target_stride]);
 }
 
-// Every lane's share of the targets and class weights, combined over lanes.
-// @post every lane gets the whole summary
+// The classes this rank holds: [offset, offset + size) of the vocabulary (all of it, offset 0,
+// without vocabulary parallelism).
+struct VocabSlice {
+  index_t offset = 0;
+  index_t size = 0;
+};
+
+// A class's index in the slice [offset, offset + size), or -1 when the slice does not hold it.
+TESSEL_HOST_DEVICE inline index_t local_class(index_t t, index_t offset, index_t size) {
+  return t >= offset && t - offset < size ? t - offset : -1;
+}
+
+// Every lane's share of the targets and class weights, combined over lanes. `class_weights` are
+// the slice's; a target outside the slice adds to the count but not to the weight sums, which
+// the ranks of a vocabulary-parallel call add up (without class weights a target weighs 1 on the
+// rank that holds its class).
+// @post every lane gets the whole summary (of the slice's weights)
 template <class Ctx, class Y, class T>
 TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx const& ctx, Y const* target,
                                                    index_t target_stride, index_t shift, index_t bt,
                                                    index_t vocab, index_t ignore_index,
                                                    T const* class_weights,
-                                                   index_t class_weight_stride) {
+                                                   index_t class_weight_stride, VocabSlice slice) {
   using C = accum_t<T>;
   TargetSummary s;
   for (index_t i = ctx.lane(); i < bt; i += ctx.lanes()) {
@@ -59,17 +74,19 @@ TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx const& ctx, Y const* targ
       continue;
     }
     ++s.count;
+    index_t const local = local_class(t, slice.offset, slice.size);
+    if (local < 0) continue;
     s.weight_sum +=
         class_weights != nullptr
-            ? static_cast<double>(static_cast<C>(class_weights[t * class_weight_stride]))
+            ? static_cast<double>(static_cast<C>(class_weights[local * class_weight_stride]))
             : 1.0;
   }
   if (class_weights != nullptr) {
-    for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes())
+    for (index_t j = ctx.lane(); j < slice.size; j += ctx.lanes())
       s.class_weight_sum +=
           static_cast<double>(static_cast<C>(class_weights[j * class_weight_stride]));
   } else if (ctx.lane() == 0) {
-    s.class_weight_sum = static_cast<double>(vocab);
+    s.class_weight_sum = static_cast<double>(slice.size);
   }
   return ctx.reduce(s, CombineTargetSummary{});
 }
@@ -89,14 +106,16 @@ struct SummarizeTargets {
   index_t bt = 0;
   index_t vocab = 1;
   index_t ignore_index = -100;
-  T const* class_weights = nullptr;  // (V) or null
+  T const* class_weights = nullptr;  // (slice.size) or null
   index_t class_weight_stride = 1;
   TargetCheck* out = nullptr;
+  VocabSlice slice{};  // this rank's classes ({0, vocab} without vocabulary parallelism)
 
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t) const {
-    TargetSummary const s = summarize_targets(ctx, target, target_stride, shift, bt, vocab,
-                                              ignore_index, class_weights, class_weight_stride);
+    TargetSummary const s =
+        summarize_targets(ctx, target, target_stride, shift, bt, vocab, ignore_index,
+                          class_weights, class_weight_stride, slice);
     if (ctx.lane() == 0) {
       out->summary = s;
       out->bad_target = s.first_bad_row >= 0

@@ -75,6 +75,153 @@ struct RowLoss {
 template <class C>
 using RowSoftmaxOp = exec::PairOp<exec::LogSumExpOp<C>, exec::SumOp<C>>;
 
+// The reduction of one row variant: exec's logsumexp, or the softmax moments (lse and
+// sum_j p_j z_j) with the entropy; the argmax beside it (exec::WithArgmax); paired with the
+// smoothing sum of w_j z_j. No row pays per element for what it does not need.
+template <class C, bool Smoothing, bool Entropy, bool Argmax>
+struct RowOp {
+  using moments = std::conditional_t<Entropy, exec::SoftmaxMomentOp<C>, exec::LogSumExpOp<C>>;
+  using main = std::conditional_t<Argmax, exec::WithArgmax<moments>, moments>;
+  using type = std::conditional_t<Smoothing, exec::PairOp<main, exec::SumOp<C>>, main>;
+};
+
+// A row's softmax statistics, from which its loss terms, per-row outputs and gradient follow:
+// what the row's reduction gives (or, in a vocabulary-parallel call, the ranks' combined).
+template <class C>
+struct RowStats {
+  C lse = 0;            // log sum_j exp(z_j)
+  C mean = 0;           // sum_j p_j z_j (with RowConstants::entropy)
+  C smooth = 0;         // sum_j w_j z_j (with RowConstants::smoothing)
+  index_t argmax = -1;  // the first largest z_j's index (with RowConstants::argmax)
+};
+
+// The RowStats in the result of RowOp<C, Smoothing, Entropy, Argmax>.
+template <class C, bool Smoothing, bool Entropy, bool Argmax, class R>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowStats<C> row_stats_of(R const& result) {
+  auto const& main = [&]() -> auto const& {
+    if constexpr (Smoothing)
+      return result.first;
+    else
+      return result;
+  }();
+  auto const& moments = [&]() -> auto const& {
+    if constexpr (Argmax)
+      return main.first;
+    else
+      return main;
+  }();
+  RowStats<C> s;
+  if constexpr (Entropy) {
+    s.lse = moments.first;
+    s.mean = moments.second;
+  } else {
+    s.lse = moments;
+  }
+  if constexpr (Smoothing) s.smooth = result.second;
+  if constexpr (Argmax) s.argmax = main.second;
+  return s;
+}
+
+// f(smoothing, entropy, argmax) with the three as std::bool_constant tags, each combination a
+// constant-folded copy of the row.
+template <class C, class F>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto with_row_variant(RowConstants<C> const& k, F const& f) {
+  auto with_argmax = [&](auto smoothing, auto entropy) {
+    return k.argmax ? f(smoothing, entropy, std::true_type{})
+                    : f(smoothing, entropy, std::false_type{});
+  };
+  auto with_entropy = [&](auto smoothing) {
+    return k.entropy ? with_argmax(smoothing, std::true_type{})
+                     : with_argmax(smoothing, std::false_type{});
+  };
+  return k.smoothing ? with_entropy(std::true_type{}) : with_entropy(std::false_type{});
+}
+
+// How a row's logits, bias and class weights are read, as the compute type C.
+template <class L, class G, class T, class C>
+struct RowReader {
+  using grad_type = G;
+  RowRefs<L, G, T> const& r;
+  RowConstants<C> const& k;
+  bool tempered;  // 1 / T != 1: multiply (T = 1, the default, keeps its bits)
+  bool capped;    // a softcap
+
+  TESSEL_HOST_DEVICE RowReader(RowRefs<L, G, T> const& refs, RowConstants<C> const& constants)
+      : r(refs),
+        k(constants),
+        tempered(constants.inv_temperature != C(1)),
+        capped(constants.softcap > C(0)) {}
+
+  // The logit with the bias, divided by the temperature: before the softcap.
+  TESSEL_HOST_DEVICE C raw(index_t j) const {
+    C x = static_cast<C>(r.logits[j]);
+    if (r.bias != nullptr) x += static_cast<C>(r.bias[j * r.bias_stride]);
+    return tempered ? x * k.inv_temperature : x;
+  }
+  TESSEL_HOST_DEVICE C weight(index_t j) const {
+    return r.class_weights != nullptr ? static_cast<C>(r.class_weights[j * r.class_weight_stride])
+                                      : C(1);
+  }
+  TESSEL_HOST_DEVICE C cap(C x) const { return capped ? k.softcap * math::tanh(x / k.softcap) : x; }
+  // z_j: what the softmax sees.
+  TESSEL_HOST_DEVICE C logit(index_t j) const { return cap(raw(j)); }
+};
+
+// A non-ignored row's loss terms and per-row outputs from its statistics, its target's class
+// weight w_t and logit z_t.
+template <bool Smoothing, bool Entropy, class C>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> row_loss(RowStats<C> const& s, C w_t, C z_t,
+                                                          RowConstants<C> const& k) {
+  RowLoss<C> loss;
+  loss.ce = w_t * k.one_minus_smoothing * (s.lse - z_t);
+  if constexpr (Smoothing) loss.ce += k.smoothing_per_class * (k.class_weight_sum * s.lse - s.smooth);
+  if constexpr (Entropy) {
+    loss.entropy = s.lse - s.mean;
+    loss.ce -= k.entropy_bonus * loss.entropy;
+  }
+  loss.z = k.lse_square_scale * s.lse * s.lse;
+  loss.lse = s.lse;
+  loss.target_logprob = z_t - s.lse;
+  loss.argmax = s.argmax;
+  return loss;
+}
+
+// The epilogue's writer of a non-ignored row's gradient, write(j) for each of the row's logits:
+// g_j = (a + b W + zc) p_j - a [j = t] - b w_j (plus the entropy bonus's beta p_j (z_j - mean)),
+// times the softcap's derivative. d z / d raw carries 1 / T: folded into the coefficients. The
+// target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in 16 bits.
+// `target` is the target's index among the row's logits (-1: not among them, in a
+// vocabulary-parallel call). Writes nothing without a gradient buffer.
+template <bool Smoothing, bool Entropy, class Reader, class C>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowStats<C> const& s,
+                                                        index_t target, C w_t, C ce_grad_scale,
+                                                        C z_grad_scale) {
+  using G = typename Reader::grad_type;
+  RowConstants<C> const& k = rd.k;
+  C const a = ce_grad_scale * w_t * k.one_minus_smoothing * k.inv_temperature;
+  C const b = ce_grad_scale * k.smoothing_per_class * k.inv_temperature;
+  C const zc = z_grad_scale * C(2) * k.lse_square_scale * s.lse * k.inv_temperature;
+  C const eh = ce_grad_scale * k.entropy_bonus * k.inv_temperature;
+  C const p_coefficient = a + b * k.class_weight_sum + zc;
+  C const lse = s.lse, mean = s.mean;
+  return [&rd, &k, target, lse, mean, a, b, eh, p_coefficient](index_t j) {
+    if (rd.r.grad == nullptr) return;
+    C const x = rd.raw(j);
+    C const t = rd.capped ? math::tanh(x / k.softcap) : C(0);
+    C const z = rd.capped ? k.softcap * t : x;
+    C const p = math::exp(z - lse);
+    C g;
+    if constexpr (Entropy)
+      g = (p_coefficient + eh * (z - mean)) * p;
+    else
+      g = p_coefficient * p;
+    if (j == target) g -= a;
+    if constexpr (Smoothing) g -= b * rd.weight(j);
+    if (rd.capped) g *= C(1) - t * t;
+    rd.r.grad[j] = G(g);
+  };
+}
+
 // The fused row body. Ctx provides lane(), lanes() and reduce(partial, combine) (every lane gets
 // the combined value). C is the compute type; T the storage type of bias and class weights.
 // ce_grad_scale and z_grad_scale multiply the two gradient terms (the upstream gradient dy times
@@ -92,136 +239,159 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
       for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) r.grad[j] = G(C(0));
     return {};
   }
-  // The logit divided by the temperature (a multiply, skipped at T = 1: the default keeps its
-  // bits), before the softcap.
-  bool const tempered = k.inv_temperature != C(1);
-  auto raw_logit = [&](index_t j) {
-    C x = static_cast<C>(r.logits[j]);
-    if (r.bias != nullptr) x += static_cast<C>(r.bias[j * r.bias_stride]);
-    return tempered ? x * k.inv_temperature : x;
-  };
-  auto class_weight = [&](index_t j) {
-    return r.class_weights != nullptr ? static_cast<C>(r.class_weights[j * r.class_weight_stride])
-                                      : C(1);
-  };
-  bool const capped = k.softcap > C(0);
-  auto cap = [&](C x) { return capped ? k.softcap * math::tanh(x / k.softcap) : x; };
-
+  RowReader<L, G, T, C> const rd(r, k);
   // The target's logit is read before the reduction: the reduction is a barrier for all lanes,
   // after which the epilogue may overwrite the logits in place.
-  C const w_t = class_weight(target);
-  C const z_t = cap(raw_logit(target));
+  C const w_t = rd.weight(target);
+  C const z_t = rd.logit(target);
 
-  // The reduction then the epilogue, compiled with and without label smoothing, the entropy and
-  // the argmax: a plain row reduces its logits with exec's logsumexp alone; smoothing pairs it
-  // with the sum of w_j z_j (RowSoftmaxOp); the entropy replaces it with the softmax moments (lse
-  // and sum_j p_j z_j); the argmax rides along the main reduction (exec::WithArgmax), so no row
-  // pays for work it does not need per element. The
-  // epilogue: g_j = (a + b W + zc) p_j - a [j = t] - b w_j, times the softcap's derivative; the
-  // target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in 16 bits. A
-  // loss-only pass writes nothing (its empty loop is dropped): one reduction site for both cases
-  // keeps the row one inlined loop nest.
-  bool const writes = r.grad != nullptr;
-  auto row = [&](auto smoothing_tag, auto entropy_tag, auto argmax_tag) {
+  // The reduction (RowOp) then the epilogue (row_gradient) in one exec row reduction with a fused
+  // epilogue. A loss-only pass writes nothing (its empty loop is dropped): one reduction site for
+  // both cases keeps the row one inlined loop nest.
+  return with_row_variant(k, [&](auto smoothing_tag, auto entropy_tag, auto argmax_tag) {
     constexpr bool smoothing = decltype(smoothing_tag)::value;
     constexpr bool entropy = decltype(entropy_tag)::value;
     constexpr bool argmax = decltype(argmax_tag)::value;
-    using Moments = std::conditional_t<entropy, exec::SoftmaxMomentOp<C>, exec::LogSumExpOp<C>>;
-    using Main = std::conditional_t<argmax, exec::WithArgmax<Moments>, Moments>;
-    using Op = std::conditional_t<smoothing, exec::PairOp<Main, exec::SumOp<C>>, Main>;
+    using Op = typename RowOp<C, smoothing, entropy, argmax>::type;
     auto element = [&](index_t j) {
-      C const z = cap(raw_logit(j));
+      C const z = rd.logit(j);
       if constexpr (smoothing)
-        return exec::Pair<C, C>{z, class_weight(j) * z};
+        return exec::Pair<C, C>{z, rd.weight(j) * z};
       else
         return z;
     };
-    // The main reduction's result ((lse, or (lse, sum_j p_j z_j)), with the argmax beside it)
-    // and the smoothing sum.
-    auto main_of = [](auto const& s) {
+    auto const result =
+        exec::row_reduce_epilogue_body(ctx, Op{}, element, vocab, [&](auto const& reduced) {
+          return row_gradient<smoothing, entropy>(
+              rd, row_stats_of<C, smoothing, entropy, argmax>(reduced), target, w_t,
+              ce_grad_scale, z_grad_scale);
+        });
+    return row_loss<smoothing, entropy>(row_stats_of<C, smoothing, entropy, argmax>(result), w_t,
+                                        z_t, k);
+  });
+}
+
+// One rank's share of a row in a vocabulary-parallel call: the statistics over its slice of the
+// vocabulary, which the ranks exchange (an all-gather) and combine (combine_shard_stats).
+template <class C>
+struct ShardRowStats {
+  C lse = 0;             // log sum_j exp(z_j) over this rank's classes
+  C mean = 0;            // sum_j p_j z_j with p over this rank's classes (with the entropy)
+  C smooth = 0;          // sum_j w_j z_j over this rank's classes (with smoothing)
+  C top = 0;             // the largest z_j here (with the argmax)
+  C target_weight = 0;   // w_t, when this rank holds the target's class
+  C target_logit = 0;    // z_t, likewise
+  index_t argmax = -1;   // the class (global index) of `top`
+  index_t holds_target = 0;
+};
+
+// This rank's share of a row: its slice's reduction, no epilogue. `vocab_offset` is the slice's
+// first class; `local_target` the target's index in the slice or -1. An ignored row gives {}.
+template <class Ctx, class L, class G, class T, class C, Integer Vocab>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE ShardRowStats<C> shard_row_stats(
+    Ctx const& ctx, RowRefs<L, G, T> const& r, Vocab vocab, index_t target, index_t local_target,
+    index_t vocab_offset, RowConstants<C> const& k) {
+  if (target == k.ignore_index) return {};
+  RowReader<L, G, T, C> const rd(r, k);
+  return with_row_variant(k, [&](auto smoothing_tag, auto entropy_tag, auto argmax_tag) {
+    constexpr bool smoothing = decltype(smoothing_tag)::value;
+    constexpr bool entropy = decltype(entropy_tag)::value;
+    constexpr bool argmax = decltype(argmax_tag)::value;
+    using Op = typename RowOp<C, smoothing, entropy, argmax>::type;
+    auto element = [&](index_t j) {
+      C const z = rd.logit(j);
       if constexpr (smoothing)
-        return s.first;
+        return exec::Pair<C, C>{z, rd.weight(j) * z};
       else
-        return s;
+        return z;
     };
-    auto moments_of = [&](auto const& s) {
-      if constexpr (argmax)
-        return main_of(s).first;
-      else
-        return main_of(s);
-    };
-    auto lse_of = [&](auto const& s) {
-      if constexpr (entropy)
-        return moments_of(s).first;
-      else
-        return moments_of(s);
-    };
-    auto mean_of = [&](auto const& s) {
-      if constexpr (entropy)
-        return moments_of(s).second;
-      else
-        return C(0);
-    };
-    auto gradient = [&](auto const& s) {
-      C const lse = lse_of(s);
-      C const mean = mean_of(s);
-      // d z / d raw carries 1 / T: folded into the coefficients. The entropy bonus -beta H has
-      // d/dz_j = beta p_j (z_j - sum_k p_k z_k), scaled like the cross-entropy.
-      C const a = ce_grad_scale * w_t * k.one_minus_smoothing * k.inv_temperature;
-      C const b = ce_grad_scale * k.smoothing_per_class * k.inv_temperature;
-      C const zc = z_grad_scale * C(2) * k.lse_square_scale * lse * k.inv_temperature;
-      C const eh = ce_grad_scale * k.entropy_bonus * k.inv_temperature;
-      C const p_coefficient = a + b * k.class_weight_sum + zc;
-      return [&, lse, mean, a, b, eh, p_coefficient](index_t j) {
-        if (!writes) return;
-        C const x = raw_logit(j);
-        C const t = capped ? math::tanh(x / k.softcap) : C(0);
-        C const z = capped ? k.softcap * t : x;
-        C const p = math::exp(z - lse);
-        C g;
-        if constexpr (entropy)
-          g = (p_coefficient + eh * (z - mean)) * p;
-        else
-          g = p_coefficient * p;
-        if (j == target) g -= a;
-        if constexpr (smoothing) g -= b * class_weight(j);
-        if (capped) g *= C(1) - t * t;
-        r.grad[j] = G(g);
-      };
-    };
-    auto const s = exec::row_reduce_epilogue_body(ctx, Op{}, element, vocab, gradient);
-    C const lse = lse_of(s);
-    RowLoss<C> loss;
-    loss.ce = w_t * k.one_minus_smoothing * (lse - z_t);
-    if constexpr (smoothing)
-      loss.ce += k.smoothing_per_class * (k.class_weight_sum * lse - s.second);
-    if constexpr (entropy) {
-      loss.entropy = lse - mean_of(s);
-      loss.ce -= k.entropy_bonus * loss.entropy;
+    RowStats<C> const s =
+        row_stats_of<C, smoothing, entropy, argmax>(exec::row_reduction(ctx, Op{}, element, vocab));
+    ShardRowStats<C> out;
+    out.lse = s.lse;
+    out.mean = s.mean;
+    out.smooth = s.smooth;
+    if (s.argmax >= 0) {
+      out.top = rd.logit(s.argmax);
+      out.argmax = vocab_offset + s.argmax;
     }
-    loss.z = k.lse_square_scale * lse * lse;
-    loss.lse = lse;
-    loss.target_logprob = z_t - lse;
-    if constexpr (argmax) loss.argmax = main_of(s).second;
-    return loss;
-  };
-  // The eight variants, each a constant-folded copy of the row.
-  auto with_argmax = [&](auto smoothing_tag, auto entropy_tag) {
-    return k.argmax ? row(smoothing_tag, entropy_tag, std::true_type{})
-                    : row(smoothing_tag, entropy_tag, std::false_type{});
-  };
-  auto with_entropy = [&](auto smoothing_tag) {
-    return k.entropy ? with_argmax(smoothing_tag, std::true_type{})
-                     : with_argmax(smoothing_tag, std::false_type{});
-  };
-  return k.smoothing ? with_entropy(std::true_type{}) : with_entropy(std::false_type{});
+    if (local_target >= 0) {
+      out.holds_target = 1;
+      out.target_weight = rd.weight(local_target);
+      out.target_logit = rd.logit(local_target);
+    }
+    return out;
+  });
+}
+
+// The row's statistics over the whole vocabulary from the ranks' shares shard[r * stride], r in
+// [0, ranks), in the order of their slices: the logsumexp of the ranks' lse, the softmax mean as
+// the ranks' means weighted by exp(lse_r - lse), the smoothing sums added, the first largest
+// logit's class (ArgmaxOp's rules); w_t and z_t from the rank that holds the target. Every rank
+// combines the same shares in the same order, so all get the same bits; one rank's share is its
+// own statistics exactly (exp(0) = 1, log(1) = 0).
+template <class C>
+TESSEL_HOST_DEVICE RowStats<C> combine_shard_stats(ShardRowStats<C> const* shard, index_t stride,
+                                                   index_t ranks, C& w_t, C& z_t) {
+  C m = -math::infinity<C>();
+  for (index_t q = 0; q < ranks; ++q) m = math::max(m, shard[q * stride].lse);
+  C const sh = exec::LogSumExpOp<C>::shift(m);
+  C sum = 0;
+  for (index_t q = 0; q < ranks; ++q) sum += math::exp(shard[q * stride].lse - sh);
+  RowStats<C> s;
+  s.lse = sh + math::log(sum);
+  exec::ArgState<C> best = exec::ArgmaxOp<C>{}.identity();
+  w_t = z_t = C(0);
+  for (index_t q = 0; q < ranks; ++q) {
+    ShardRowStats<C> const& p = shard[q * stride];
+    C const weight = math::exp(p.lse - s.lse);
+    s.mean += exec::SoftmaxMomentOp<C>::weighted_term(weight, p.mean);
+    s.smooth += p.smooth;
+    if (p.argmax >= 0) best = exec::ArgmaxOp<C>{}(best, exec::ArgState<C>{p.top, p.argmax});
+    if (p.holds_target) {
+      w_t = p.target_weight;
+      z_t = p.target_logit;
+    }
+  }
+  s.argmax = best.index;
+  return s;
+}
+
+// A row of a vocabulary-parallel call from its combined statistics: the loss terms and per-row
+// outputs (the same on every rank), and the gradient of this rank's slice of the logits.
+// `target` is the global class (for the ignore check), `local_target` its index in the slice or
+// -1.
+// @post with r.grad set, r.grad[0, vocab) holds this slice's scaled gradient
+template <class Ctx, class L, class G, class T, class C, Integer Vocab>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> sharded_row(Ctx const& ctx,
+                                                             RowRefs<L, G, T> const& r, Vocab vocab,
+                                                             index_t target, index_t local_target,
+                                                             RowStats<C> const& s, C w_t, C z_t,
+                                                             RowConstants<C> const& k,
+                                                             C ce_grad_scale, C z_grad_scale) {
+  if (target == k.ignore_index) {
+    if (r.grad != nullptr)
+      for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) r.grad[j] = G(C(0));
+    return {};
+  }
+  RowReader<L, G, T, C> const rd(r, k);
+  return with_row_variant(k, [&](auto smoothing_tag, auto entropy_tag, auto) {
+    constexpr bool smoothing = decltype(smoothing_tag)::value;
+    constexpr bool entropy = decltype(entropy_tag)::value;
+    auto const write =
+        row_gradient<smoothing, entropy>(rd, s, local_target, w_t, ce_grad_scale, z_grad_scale);
+    for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) write(j);
+    return row_loss<smoothing, entropy>(s, w_t, z_t, k);
+  });
 }
 
 // The row body of one chunk, for exec::for_each_row: row i of the chunk is row first_row + i of
 // the batch, its logits at logits + i * V. Plan is the call's plan (StaticFlcePlan or FlcePlan):
 // V comes from plan.vocab_extent(), so with a static plan the row's offset and every loop bound
-// are constants. The body is copied to the device by value (pointers and scalars only).
-template <AnyFlcePlan Plan, class C, class G, class T, class Y>
+// are constants. The body is copied to the device by value (pointers and scalars only). Sharded:
+// a vocabulary-parallel call's rows (V is this rank's slice; each row's statistics come from
+// shard_stats), compiled only for such calls.
+template <AnyFlcePlan Plan, class C, class G, class T, class Y, bool Sharded = false>
 struct ChunkRows {
   using plan_type = Plan;
   using vocab_type = decltype(Plan{}.vocab_extent());  // Int<V>, or index_t
@@ -253,6 +423,13 @@ struct ChunkRows {
   index_t argmax_stride = 1;
   unsigned char* row_correct = nullptr;  // (BT) 1 where the argmax is the target, with k.argmax
   index_t first_row = 0;
+  // Sharded: the logits are this rank's slice of the classes, starting at vocab_offset, and
+  // shard_stats holds every rank's share of each row of the chunk (shard_stats[q * shard_stride
+  // + i], ranks q in slice order).
+  ShardRowStats<C> const* shard_stats = nullptr;
+  index_t shard_stride = 0;
+  index_t ranks = 1;
+  index_t vocab_offset = 0;
 
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t i) const {
@@ -272,8 +449,16 @@ struct ChunkRows {
     // in registers across the row's loops instead of being reloaded after every store.
     RowConstants<C> const constants = k;
     index_t const t = target_of(target, target_stride, row, shift, constants.ignore_index);
-    RowLoss<C> const l = fused_row(ctx, refs, vocab, t, constants, static_cast<C>(dy * scales.ce),
-                                   static_cast<C>(dy * scales.z));
+    C const ce_scale = static_cast<C>(dy * scales.ce), z_scale = static_cast<C>(dy * scales.z);
+    RowLoss<C> l;
+    if constexpr (!Sharded) {
+      l = fused_row(ctx, refs, vocab, t, constants, ce_scale, z_scale);
+    } else {
+      C w_t, z_t;
+      RowStats<C> const s = combine_shard_stats(shard_stats + i, shard_stride, ranks, w_t, z_t);
+      l = sharded_row(ctx, refs, vocab, t, local_class(t, vocab_offset, vocab), s, w_t, z_t,
+                      constants, ce_scale, z_scale);
+    }
     if (ctx.lane() == 0) {
       row_ce[row] = l.ce;
       row_z[row] = l.z;
@@ -284,6 +469,44 @@ struct ChunkRows {
       // An ignored row (argmax -1) is never a hit.
       if (row_correct != nullptr) row_correct[row] = l.argmax >= 0 && l.argmax == t ? 1 : 0;
     }
+  }
+};
+
+// The phase before the rows of a vocabulary-parallel chunk (ChunkRows with shard_stats): each
+// row's share over this rank's slice of the classes, into out[i].
+template <AnyFlcePlan Plan, class C, class T, class Y>
+struct ChunkShardStats {
+  using vocab_type = decltype(Plan{}.vocab_extent());  // the slice's width
+
+  Plan plan{};
+  C const* logits = nullptr;  // (rows, slice) this chunk's logits
+  T const* bias = nullptr;    // the slice's
+  index_t bias_stride = 1;
+  T const* class_weights = nullptr;  // the slice's
+  index_t class_weight_stride = 1;
+  Y const* target = nullptr;  // (BT) global classes
+  index_t target_stride = 1;
+  index_t shift = 0;
+  RowConstants<C> k{};
+  index_t vocab_offset = 0;
+  ShardRowStats<C>* out = nullptr;  // (rows)
+  index_t first_row = 0;
+
+  template <class Ctx>
+  TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t i) const {
+    vocab_type const vocab = plan.vocab_extent();
+    RowRefs<C, C, T> refs;
+    refs.logits = logits + i * vocab;
+    refs.bias = bias;
+    refs.bias_stride = bias_stride;
+    refs.class_weights = class_weights;
+    refs.class_weight_stride = class_weight_stride;
+    RowConstants<C> const constants = k;
+    index_t const t =
+        target_of(target, target_stride, first_row + i, shift, constants.ignore_index);
+    ShardRowStats<C> const s = shard_row_stats(ctx, refs, vocab, t, local_class(t, vocab_offset, vocab),
+                                               vocab_offset, constants);
+    if (ctx.lane() == 0) out[i] = s;
   }
 };
 
