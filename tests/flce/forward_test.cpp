@@ -161,6 +161,61 @@ TEST(FlceForwardF64, AnEntropyOutputAloneChangesNoOtherResult) {
   for (double h : with.entropy) EXPECT_GE(h, 0.0);
 }
 
+// Soft targets (a teacher's top-5, one row repeating a class) against the reference, every
+// reduction, alone (alpha 1) and mixed with the hard target (alpha 0.6), plain and with every
+// other option, with ignored rows (their soft targets hold garbage that must not be read).
+TYPED_TEST(FlceForward, MatchesTheReferenceWithSoftTargets) {
+  using T = TypeParam;
+  for (double alpha : {1.0, 0.6}) {
+    for (bool others : {false, true}) {
+      for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+        SCOPED_TRACE(dtype_label<T>() + " alpha " + std::to_string(alpha) +
+                     (others ? " every option " : " alone ") + std::string(reduction_name(r)));
+        Problem const p = random_problem(31, 13, 57, 41u, others, others, 0.2);
+        ReferenceOptions o;
+        o.reduction = r;
+        add_soft_targets(o, p.bt, p.v, 5, 7u, alpha);
+        for (std::int64_t i = 0; i < p.bt; ++i)
+          if (p.target[i] == o.ignore_index) {
+            o.soft_classes[i * 5] = -7;  // never read
+            o.soft_probs[i * 5] = NAN;
+          }
+        if (others) {
+          o.label_smoothing = 0.1;
+          o.lse_square_scale = 1e-2;
+          o.softcap = 3;
+          o.temperature = 0.8;
+          o.entropy_bonus = 0.05;
+        }
+        expect_matches_reference<T>(p, o);
+      }
+    }
+  }
+}
+
+// A one-hot soft target on the hard target's class is the hard target: the same loss (without
+// class weights both means divide by the non-ignored rows) and gradients, to rounding.
+TEST(FlceForwardF64, OneHotSoftTargetsAreTheHardTarget) {
+  Problem const p = random_problem(19, 6, 23, 12u, true, false, 0.2);
+  for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+    SCOPED_TRACE(std::string(reduction_name(r)));
+    ReferenceOptions o;
+    o.reduction = r;
+    o.label_smoothing = 0.1;
+    FlceRun const hard = run_tessel<double>(p, o);
+    o.soft_k = 1;
+    for (std::int64_t t : p.target) {
+      o.soft_classes.push_back(t < 0 ? 0 : t);
+      o.soft_probs.push_back(1.0);
+    }
+    FlceRun const soft = run_tessel<double>(p, o);
+    EXPECT_TRUE(all_close(soft.loss, hard.loss, {1e-14, 1e-13}));
+    EXPECT_TRUE(all_close(soft.grad_input, hard.grad_input, {1e-15, 1e-13}));
+    EXPECT_TRUE(all_close(soft.grad_weight, hard.grad_weight, {1e-15, 1e-13}));
+    EXPECT_TRUE(all_close(soft.grad_bias, hard.grad_bias, {1e-15, 1e-13}));
+  }
+}
+
 // The argmax rides along the row's reduction: asking for it (and the accuracy) changes no bit
 // of any other result, with every row variant (smoothing, entropy) and reduction.
 TEST(FlceForwardF64, ArgmaxAndAccuracyAloneChangeNoOtherResult) {

@@ -120,6 +120,15 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   if (!p.bias.empty()) opt.bias = make_tensor(bias.data(), make_shape(p.v));
   if (!p.class_weights.empty()) opt.class_weights = make_tensor(cw.data(), make_shape(p.v));
   if (!dy_rows.empty()) opt.grad_output_rows = make_tensor(dy_rows.data(), make_shape(p.bt));
+  std::vector<index_t> soft_classes(o.soft_classes.begin(), o.soft_classes.end());
+  std::vector<C> soft_probs(o.soft_probs.begin(), o.soft_probs.end());
+  if (o.soft_k > 0) {
+    opt.soft_target_indices = make_tensor(static_cast<index_t const*>(soft_classes.data()),
+                                          make_shape(p.bt, index_t{o.soft_k}));
+    opt.soft_target_probs = make_tensor(static_cast<C const*>(soft_probs.data()),
+                                        make_shape(p.bt, index_t{o.soft_k}));
+    opt.soft_target_weight = o.soft_weight;
+  }
 
   Outputs<T> out;
   if (wanted.loss) out.loss = make_tensor(loss.data(), make_shape(loss_size));

@@ -80,34 +80,34 @@ TEST(FlcePlan, ScratchBytesFollowTheDocumentedFormula) {
   index_t const rv = 512 * 128256;
   index_t const rows = aligned(16384 * 4);
   index_t const hits = aligned(16384);  // a byte a row for the accuracy
-  // f32: the logits (overwritten by the gradient in place), two per-row sums, the per-row hits,
-  // the scalars.
-  EXPECT_EQ(p.scratch_bytes(DType::f32), aligned(rv * 4) + 2 * rows + hits + 256);
+  // f32: the logits (overwritten by the gradient in place), three per-row terms (cross-entropy,
+  // z-loss, soft targets), the per-row hits, the scalars.
+  EXPECT_EQ(p.scratch_bytes(DType::f32), aligned(rv * 4) + 3 * rows + hits + 256);
   EXPECT_EQ(p.scratch_bytes(DType::f32, Device::host), p.scratch_bytes(DType::f32));
-  EXPECT_EQ(p.scratch_bytes(DType::f64), aligned(rv * 8) + 2 * aligned(16384 * 8) + hits + 256);
+  EXPECT_EQ(p.scratch_bytes(DType::f64), aligned(rv * 8) + 3 * aligned(16384 * 8) + hits + 256);
   // bf16 on CUDA: f32 logits plus the bf16 gradient the tensor-core GEMMs read.
-  EXPECT_EQ(p.scratch_bytes(DType::bf16), aligned(rv * 4) + aligned(rv * 2) + 2 * rows + hits + 256);
-  EXPECT_EQ(p.scratch_bytes(DType::bf16), 394150144);
+  EXPECT_EQ(p.scratch_bytes(DType::bf16), aligned(rv * 4) + aligned(rv * 2) + 3 * rows + hits + 256);
+  EXPECT_EQ(p.scratch_bytes(DType::bf16), 394215680);
   // bf16 on the host: f32 logits, the weight and a chunk of input and grad_input in f32.
   EXPECT_EQ(p.scratch_bytes(DType::f16, Device::host),
             aligned(rv * 4) + aligned(128256 * 4096 * index_t{4}) + 2 * aligned(512 * 4096 * 4) +
-                2 * rows + hits + 256);
+                3 * rows + hits + 256);
   // Fewer rows than a chunk: only bt rows are allocated.
   FlcePlan const small = make_plan(3, 1000, 8);
   EXPECT_EQ(small.chunk_size, 4);
-  EXPECT_EQ(small.scratch_bytes(DType::f32), aligned(3 * 8 * 4) + 2 * aligned(3 * 4) + aligned(3) + 256);
+  EXPECT_EQ(small.scratch_bytes(DType::f32), aligned(3 * 8 * 4) + 3 * aligned(3 * 4) + aligned(3) + 256);
 }
 
 TEST(FlcePlan, ScratchLayoutPlacesAlignedDisjointBuffers) {
   ScratchLayout const l = make_plan(47, 31, 123).scratch_layout(DType::bf16, Device::host);
-  index_t const offsets[] = {l.logits,   l.gradient, l.weight_f32,    l.input_f32, l.grad_input_f32,
-                             l.row_loss, l.row_z,    l.row_correct, l.scalars};
-  index_t const sizes[] = {l.logits_bytes,         l.gradient_bytes, l.weight_f32_bytes,
-                           l.input_f32_bytes,      l.grad_input_f32_bytes,
-                           l.row_loss_bytes,       l.row_z_bytes,
-                           l.row_correct_bytes,    l.scalars_bytes};
+  index_t const offsets[] = {l.logits,   l.gradient, l.weight_f32, l.input_f32,   l.grad_input_f32,
+                             l.row_loss, l.row_z,    l.row_soft,   l.row_correct, l.scalars};
+  index_t const sizes[] = {l.logits_bytes,   l.gradient_bytes,       l.weight_f32_bytes,
+                           l.input_f32_bytes, l.grad_input_f32_bytes, l.row_loss_bytes,
+                           l.row_z_bytes,     l.row_soft_bytes,       l.row_correct_bytes,
+                           l.scalars_bytes};
   index_t end = 0;
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < 10; ++i) {
     EXPECT_EQ(offsets[i] % scratch_alignment, 0);
     EXPECT_EQ(offsets[i], end);
     end += sizes[i];

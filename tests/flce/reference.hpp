@@ -35,6 +35,12 @@ struct ReferenceOptions {
   double entropy_bonus = 0;                // each row's loss term gets -beta * H
   double grad_output = 1;
   std::vector<double> grad_output_rows;  // (BT) or empty
+  // Soft targets, (BT, soft_k) row-major: row i puts soft_probs[i*K + k] on soft_classes[i*K + k]
+  // (not shifted); soft_k = 0: none. The loss is (1 - soft_weight) hard + soft_weight soft.
+  std::int64_t soft_k = 0;
+  std::vector<std::int64_t> soft_classes;
+  std::vector<double> soft_probs;
+  double soft_weight = 1;
 };
 
 struct ReferenceResult {
@@ -140,26 +146,44 @@ inline ReferenceResult reference(Problem const& original, ReferenceOptions const
   std::vector<double> bonus(bt, 0.0);
   for (std::int64_t i = 0; i < bt; ++i)
     if (p.target[i] != o.ignore_index) bonus[i] = -o.entropy_bonus * entropy[i];
+  // Soft targets: PyTorch's cross-entropy with probability targets q' = (1 - e) q + e / V (dense
+  // q from the top-k, repeated classes added), -sum_j w_j q'_j logp_j, scaled by alpha; the hard
+  // terms by 1 - alpha. Mean divides the soft term by the non-ignored rows.
+  bool const soft = o.soft_k > 0;
+  double const alpha = soft ? o.soft_weight : 0.0, hard = 1.0 - alpha;
+  std::vector<double> q(bt * v, 0.0), soft_term(bt, 0.0);
+  if (soft)
+    for (std::int64_t i = 0; i < bt; ++i) {
+      if (p.target[i] == o.ignore_index) continue;
+      for (std::int64_t k = 0; k < o.soft_k; ++k)
+        q[i * v + o.soft_classes[i * o.soft_k + k]] += o.soft_probs[i * o.soft_k + k];
+      for (std::int64_t j = 0; j < v; ++j)
+        soft_term[i] -= alpha * cw(j) * ((1 - eps) * q[i * v + j] + eps / static_cast<double>(v)) *
+                        logp[i * v + j];
+    }
   if (o.reduction == Reduction::none) {
     for (std::int64_t i = 0; i < bt; ++i) {
-      r.loss.push_back((1 - eps) * nll[i] + eps / static_cast<double>(v) * smooth[i] + bonus[i] +
-                       zl[i]);
+      r.loss.push_back(hard * ((1 - eps) * nll[i] + eps / static_cast<double>(v) * smooth[i]) +
+                       bonus[i] + soft_term[i] + zl[i]);
       r.z_loss.push_back(zl[i]);
     }
   } else {
-    double nll_sum = 0, smooth_sum = 0, z_sum = 0, bonus_sum = 0;
+    double nll_sum = 0, smooth_sum = 0, z_sum = 0, bonus_sum = 0, soft_sum = 0;
     for (std::int64_t i = 0; i < bt; ++i) {
       nll_sum += nll[i];
       smooth_sum += smooth[i];
       z_sum += zl[i];
       bonus_sum += bonus[i];
+      soft_sum += soft_term[i];
     }
-    double ce = (1 - eps) * nll_sum + eps / static_cast<double>(v) * smooth_sum + bonus_sum;
+    double ce =
+        hard * ((1 - eps) * nll_sum + eps / static_cast<double>(v) * smooth_sum) + bonus_sum;
     if (o.reduction == Reduction::mean) {
       ce *= inv_w;
       z_sum *= inv_n;
+      soft_sum *= inv_n;
     }
-    r.loss.push_back(ce + z_sum);
+    r.loss.push_back(ce + soft_sum + z_sum);
     r.z_loss.push_back(z_sum);
   }
 
@@ -173,6 +197,8 @@ inline ReferenceResult reference(Problem const& original, ReferenceOptions const
     double const dy = o.grad_output_rows.empty() ? o.grad_output : o.grad_output_rows[i];
     double const ce_scale = dy * (o.reduction == Reduction::mean ? inv_w : 1.0);
     double const z_scale = dy * (o.reduction == Reduction::mean ? inv_n : 1.0);
+    double soft_mass = 0;  // sum_j w_j q_j
+    for (std::int64_t j = 0; j < v; ++j) soft_mass += cw(j) * q[i * v + j];
     for (std::int64_t j = 0; j < v; ++j) {
       double const pj = std::exp(logp[i * v + j]);
       double const d_nll = cw(t) * (pj - (j == t ? 1.0 : 0.0));
@@ -180,9 +206,14 @@ inline ReferenceResult reference(Problem const& original, ReferenceOptions const
       double const d_z = 2 * o.lse_square_scale * lse[i] * pj;
       // d(-beta H)/dz_j = beta p_j (z_j - E[z]).
       double const d_bonus = o.entropy_bonus * pj * (z[i * v + j] - mean_z[i]);
-      double dz =
-          ce_scale * ((1 - eps) * d_nll + eps / static_cast<double>(v) * d_smooth + d_bonus) +
-          z_scale * d_z;
+      // d soft / dz_j = alpha [(1 - e)(Q p_j - w_j q_j) + (e / V)(W p_j - w_j)].
+      double const d_soft =
+          soft ? alpha * ((1 - eps) * (soft_mass * pj - cw(j) * q[i * v + j]) +
+                          eps / static_cast<double>(v) * d_smooth)
+               : 0.0;
+      double dz = ce_scale * (hard * ((1 - eps) * d_nll + eps / static_cast<double>(v) * d_smooth) +
+                              d_bonus) +
+                  z_scale * (d_z + d_soft);
       if (o.softcap > 0) {
         double const th = std::tanh(raw[i * v + j] / o.softcap);
         dz *= 1 - th * th;
@@ -204,6 +235,29 @@ inline ReferenceResult reference(Problem const& original, ReferenceOptions const
       }
     }
   return r;
+}
+
+// A teacher's top-k for every row of an (bt, v) problem: k distinct-or-not classes (the first
+// row repeats a class) with random probabilities summing to 0.9.
+inline void add_soft_targets(ReferenceOptions& o, std::int64_t bt, std::int64_t v, std::int64_t k,
+                             unsigned seed, double weight) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::int64_t> classes(0, v - 1);
+  std::uniform_real_distribution<double> u(0.05, 1.0);
+  o.soft_k = k;
+  o.soft_weight = weight;
+  o.soft_classes.clear();
+  o.soft_probs.clear();
+  for (std::int64_t i = 0; i < bt; ++i) {
+    std::vector<double> q(k);
+    double sum = 0;
+    for (auto& e : q) sum += (e = u(rng));
+    for (std::int64_t e = 0; e < k; ++e) {
+      o.soft_classes.push_back(i == 0 && e == k - 1 && k > 1 ? o.soft_classes.front()
+                                                               : classes(rng));
+      o.soft_probs.push_back(0.9 * q[e] / sum);
+    }
+  }
 }
 
 // A random problem: inputs ~ N(0, x_scale), weights ~ N(0, w_scale), targets uniform in [0, V),

@@ -56,6 +56,27 @@ TEST(FlceReference, GradientsAgreeWithFiniteDifferences) {
   }
 }
 
+// The soft targets' term and its hand-derived gradient, with smoothing, class weights, softcap
+// and temperature, a repeated class, alpha = 0.6 (both terms) and 1 (soft alone).
+TEST(FlceReference, SoftTargetGradientsAgreeWithFiniteDifferences) {
+  Problem const p = random_problem(6, 4, 7, 98u, true, true, 0.3);
+  for (double alpha : {0.6, 1.0}) {
+    for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+      SCOPED_TRACE(std::string(reduction_name(r)) + " alpha " + std::to_string(alpha));
+      ReferenceOptions o;
+      o.reduction = r;
+      o.label_smoothing = 0.15;
+      o.softcap = 1.5;
+      o.temperature = 0.6;
+      add_soft_targets(o, p.bt, p.v, 3, 5u, alpha);
+      ReferenceResult const g = reference(p, o);
+      expect_gradient(p, o, &Problem::x, g.grad_input, "grad_input");
+      expect_gradient(p, o, &Problem::w, g.grad_weight, "grad_weight");
+      expect_gradient(p, o, &Problem::bias, g.grad_bias, "grad_bias");
+    }
+  }
+}
+
 // Two rows, three classes, class weights and smoothing, mean: PyTorch's formula written out.
 TEST(FlceReference, FollowsPyTorchsWeightedSmoothedMean) {
   Problem p;

@@ -190,6 +190,66 @@ TEST(FlceValidation, RejectsBadOptions) {
       "grad_output_rows has 3 elements but input's rows are 8.");
 }
 
+// Soft targets: both or neither, their shapes, the weight's range and its pointless settings,
+// and (after the shape checks, from the target pass) an invalid class or probability of a
+// non-ignored row.
+TEST(FlceValidation, RejectsBadSoftTargets) {
+  static std::vector<index_t> classes(8 * 2, 1);
+  static std::vector<float> probs(8 * 2, 0.5f);
+  auto with_soft = [](auto& o, index_t rows, index_t k, index_t prob_k) {
+    o.soft_target_indices = make_tensor(static_cast<index_t const*>(classes.data()),
+                                        make_shape(rows, k));
+    o.soft_target_probs = make_tensor(static_cast<float const*>(probs.data()),
+                                      make_shape(rows, prob_k));
+  };
+  expect_rejected(
+      [](Call&, auto& o, auto&) {
+        o.soft_target_indices = make_tensor(static_cast<index_t const*>(classes.data()),
+                                            make_shape(8, 2));
+      },
+      "soft_target_indices and soft_target_probs go together, but only soft_target_indices was "
+      "given.");
+  expect_rejected([&](Call&, auto& o, auto&) { with_soft(o, 7, 2, 2); },
+                  "soft_target_indices has shape (7,2) but needs (rows, K) with input's 8 rows "
+                  "and K >= 1.");
+  expect_rejected([&](Call&, auto& o, auto&) { with_soft(o, 8, 0, 0); },
+                  "soft_target_indices has shape (8,0) but needs (rows, K) with input's 8 rows "
+                  "and K >= 1.");
+  expect_rejected([&](Call&, auto& o, auto&) { with_soft(o, 8, 2, 1); },
+                  "soft_target_probs has shape (8,1) but soft_target_indices has shape (8,2).");
+  expect_rejected(
+      [&](Call&, auto& o, auto&) {
+        with_soft(o, 8, 2, 2);
+        o.soft_target_weight = 1.5;
+      },
+      "soft_target_weight must lie in [0, 1], got 1.5.");
+  expect_rejected(
+      [&](Call&, auto& o, auto&) {
+        with_soft(o, 8, 2, 2);
+        o.soft_target_weight = 0;
+      },
+      "soft targets were given with soft_target_weight 0: they would change nothing.");
+  expect_rejected([](Call&, auto& o, auto&) { o.soft_target_weight = 0.5; },
+                  "soft_target_weight is 0.5 but no soft targets are given: it would change "
+                  "nothing.");
+  classes[2 * 2 + 1] = 9;  // row 2, entry 1: class 9 of 9
+  expect_rejected([&](Call&, auto& o, auto&) { with_soft(o, 8, 2, 2); },
+                  "soft target 1 of row 2 names class 9, outside [0, 9).");
+  classes[2 * 2 + 1] = 1;
+  probs[5 * 2] = -0.25f;
+  expect_rejected([&](Call&, auto& o, auto&) { with_soft(o, 8, 2, 2); },
+                  "soft target 0 of row 5 has probability -0.25; probabilities must be finite "
+                  "and >= 0.");
+  // Row 7's target is ignored: its soft targets are never read.
+  probs[5 * 2] = 0.5f;
+  probs[7 * 2] = NAN;
+  Call c;
+  auto o = c.options();
+  with_soft(o, 8, 2, 2);
+  EXPECT_EQ(error_of([&] { c.run(o, c.outputs()); }), "no error");
+  probs[7 * 2] = 0.5f;
+}
+
 TEST(FlceValidation, RejectsOutputsOfTheWrongShape) {
   expect_rejected(
       [](Call& c, auto&, auto& out) { out.loss = make_tensor(c.loss.data(), make_shape(8)); },

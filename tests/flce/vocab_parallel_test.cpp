@@ -49,6 +49,7 @@ TYPED_TEST(FlceVocabParallelOneRank, IsThePlainCallBitForBit) {
         o.temperature = 0.8;
         o.entropy_bonus = 0.05;
         o.shift_sequence_length = 29;
+        add_soft_targets(o, p.bt, p.v, 3, 4u, 0.7);
       }
       for (index_t chunk : {0, 5}) {
         FlceRun const plain = run_tessel<T>(p, o, chunk);

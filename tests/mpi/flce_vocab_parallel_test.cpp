@@ -2,8 +2,8 @@
 // holds its slice of the classes, and every result equals the single-process call on the whole
 // weight (which each rank computes for itself) up to rounding — loss, z-loss, the per-row outputs
 // and grad_input on every rank, grad_weight and grad_bias for the rank's slice — for every
-// reduction and option, f64 and f32, static and forced chunking; invalid calls make every rank
-// throw.
+// reduction and option (soft targets too, their classes spread over the ranks), f64 and f32,
+// the plan's and a forced chunking; invalid calls make every rank throw.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -48,6 +48,7 @@ struct Case {
   bool extras;  // bias and class weights
   double smoothing, z_loss, softcap, temperature, entropy_bonus;
   std::int64_t shift;
+  double soft_weight = 0;  // > 0: a teacher's top-4 (classes on every rank)
 };
 
 template <class T>
@@ -55,7 +56,10 @@ void run_cases(Tolerance tol) {
   for (Case const& c : {Case{"plain", false, 0, 0, 0, 1, 0, 0},
                         Case{"smoothing, z-loss, softcap", true, 0.1, 1e-2, 3, 1, 0, 0},
                         Case{"temperature, entropy bonus, shift", true, 0, 0, 0, 0.7, 0.2, 5},
-                        Case{"every option", true, 0.05, 1e-3, 4, 1.3, -0.1, 5}}) {
+                        Case{"every option", true, 0.05, 1e-3, 4, 1.3, -0.1, 5},
+                        Case{"soft targets", true, 0.1, 0, 3, 0.9, 0, 0, 0.6},
+                        Case{"soft targets alone, every option", true, 0.05, 1e-3, 4, 1.3, 0.1, 5,
+                             1.0}}) {
     for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
       for (index_t chunk : {0, 7}) {
         SCOPED_TRACE(std::string(c.what) + " " + std::string(reduction_name(r)) + " chunk " +
@@ -70,6 +74,7 @@ void run_cases(Tolerance tol) {
         o.temperature = c.temperature;
         o.entropy_bonus = c.entropy_bonus;
         o.shift_sequence_length = c.shift;
+        if (c.soft_weight > 0) add_soft_targets(o, p.bt, p.v, 4, 3u, c.soft_weight);
         expect_sharded_equals_whole<T>(p, o, chunk, tol);
       }
     }

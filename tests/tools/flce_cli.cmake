@@ -1,11 +1,11 @@
 # `tessel plan flce`: the contract's example and errors; `tessel flce`: .npy round trips and
 # failures, from a GoogleTest program that runs the CLI (flce_cli_test.cpp).
 tessel_cli_test(plan_flce_contract "plan|flce|--bt|16384|--hidden|4096|--vocab|128256|--dtype|bf16"
-  STDOUT "{\"chunk_size\": 512, \"num_chunks\": 32, \"scratch_bytes\": 394150144}")
+  STDOUT "{\"chunk_size\": 512, \"num_chunks\": 32, \"scratch_bytes\": 394215680}")
 tessel_cli_test(plan_flce_host_f32 "plan|flce|--bt|2048|--hidden|512|--vocab|32000|--device|host"
-  STDOUT "{\"chunk_size\": 256, \"num_chunks\": 8, \"scratch_bytes\": 32786688}")
+  STDOUT "{\"chunk_size\": 256, \"num_chunks\": 8, \"scratch_bytes\": 32794880}")
 tessel_cli_test(plan_flce_forced_chunk "plan|flce|--bt|100|--hidden|8|--vocab|8|--chunk-size|7"
-  STDOUT "{\"chunk_size\": 7, \"num_chunks\": 15, \"scratch_bytes\": 1792}")
+  STDOUT "{\"chunk_size\": 7, \"num_chunks\": 15, \"scratch_bytes\": 2304}")
 tessel_cli_test(plan_flce_empty "plan|flce|--bt|0|--hidden|8|--vocab|8"
   STDOUT "{\"chunk_size\": 1, \"num_chunks\": 0, \"scratch_bytes\": 256}")
 tessel_cli_test(plan_flce_zero_hidden "plan|flce|--bt|10|--hidden|0|--vocab|8"

@@ -287,6 +287,38 @@ TEST_F(FlceCliErrors, TargetsOfTheWrongTypeOrShapeAreOneSentenceAndWriteNothing)
                  "--target " + path("y2.npy") + " has shape (2,4); FLCE needs a 1-D (BT,) array.");
 }
 
+TEST_F(FlceCliErrors, SoftTargetsOfTheWrongTypeOrShapeAreOneSentenceAndWriteNothing) {
+  std::string const common =
+      "--input " + x_ + " --weight " + w_ + " --target " + path("y.npy") + " ";
+  write_npy(path("si.npy"), std::vector<std::int64_t>{8, 2}, std::vector<std::int64_t>(16, 1));
+  write_npy(path("si7.npy"), std::vector<std::int64_t>{7, 2}, std::vector<std::int64_t>(14, 1));
+  std::string const sp = write<double>("sp.npy", {8, 2}, std::vector<double>(16, 0.5));
+  std::string const sp3 = write<double>("sp3.npy", {8, 3}, std::vector<double>(24, 0.5));
+  std::string const si = path("si.npy"), si7 = path("si7.npy");
+  expect_failure(common + "--soft-target-probs " + sp,
+                 "--soft-target-probs needs --soft-target-indices (the classes they are on).");
+  expect_failure(common + "--soft-target-indices " + si,
+                 "--soft-target-indices needs --soft-target-probs (their probabilities).");
+  expect_failure(common + "--soft-target-indices " + sp + " --soft-target-probs " + sp,
+                 "--soft-target-indices " + sp +
+                     " holds f64; FLCE reads int64 (or int32) class indices.");
+  expect_failure(common + "--soft-target-indices " + si7 + " --soft-target-probs " + sp,
+                 "--soft-target-indices " + si7 + " has shape (7,2) but --input " + x_ +
+                     " has 8 rows; FLCE needs (BT, K).");
+  expect_failure(common + "--soft-target-indices " + si + " --soft-target-probs " + sp3,
+                 "--soft-target-probs " + sp3 + " has shape (8,3) but --soft-target-indices " +
+                     si + " has shape (8,2).");
+  // The library's sentences, through the CLI: a weight that would change nothing, a bad class.
+  expect_failure(common + "--soft-target-weight 0.5",
+                 "soft_target_weight is 0.5 but no soft targets are given: it would change "
+                 "nothing.");
+  write_npy(path("si_bad.npy"), std::vector<std::int64_t>{8, 2},
+            std::vector<std::int64_t>{1, 1, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+  expect_failure(common + "--soft-target-indices " + path("si_bad.npy") +
+                     " --soft-target-probs " + sp,
+                 "soft target 1 of row 1 names class 6, outside [0, 6).");
+}
+
 TEST_F(FlceCliErrors, AnOutputThatCannotBeRenamedIntoPlaceLeavesNoFileBehind) {
   // The outputs are written as "<path>.partial" and renamed once all are written. --loss-out
   // names a non-empty directory: writing out_dir.npy.partial succeeds, renaming it over the

@@ -79,6 +79,7 @@ struct FlceOptions {
   std::string ignore_index = "-100";
   std::string label_smoothing = "0", lse_square_scale = "0", softcap = "0", temperature = "1";
   std::string shift_sequence_length = "0", entropy_bonus = "0";
+  std::string soft_target_indices, soft_target_probs, soft_target_weight = "1";
   std::string dtype = "f32";
   std::string grad_output;
   std::string device = "host";
@@ -213,6 +214,13 @@ void run_host(FlceJob<T>& job) {
   if (!job.grad_output_rows.empty())
     o.grad_output_rows =
         make_tensor(static_cast<C const*>(job.grad_output_rows.data()), make_shape(job.bt));
+  if (job.soft_k > 0) {
+    o.soft_target_indices = make_tensor(static_cast<std::int64_t const*>(job.soft_indices.data()),
+                                        make_shape(job.bt, job.soft_k));
+    o.soft_target_probs =
+        make_tensor(static_cast<C const*>(job.soft_probs.data()), make_shape(job.bt, job.soft_k));
+  }
+  o.soft_target_weight = job.soft_target_weight;
   flce::Outputs<T> out;
   out.loss = make_tensor(job.loss.data(), make_shape(job.loss_size()));
   if (job.want_z_loss) out.z_loss = make_tensor(job.z_loss.data(), make_shape(job.loss_size()));
@@ -234,11 +242,16 @@ void run_host(FlceJob<T>& job) {
       make_tensor(static_cast<std::int64_t const*>(job.target.data()), make_shape(job.bt)), o, out);
 }
 
+// The soft targets' files, read and checked against each other and the input.
+struct SoftTargetFiles {
+  std::unique_ptr<NpyArray> indices, probs;
+};
+
 template <class T>
 void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
                     std::vector<std::int64_t> target, NpyArray const* bias,
                     NpyArray const* class_weights, NpyArray const* grad_rows, double grad_output,
-                    bool cuda) {
+                    SoftTargetFiles const& soft, bool cuda) {
   using C = flce::accum_t<T>;
   using Out = std::conditional_t<std::is_same_v<T, double>, double, float>;
   FlceJob<T> job;
@@ -254,6 +267,13 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
     auto rows = grad_rows->as<double>();
     job.grad_output_rows.assign(rows.begin(), rows.end());
   }
+  if (soft.indices) {
+    job.soft_k = soft.indices->shape[1];
+    job.soft_indices = soft.indices->as<std::int64_t>();
+    auto probs = soft.probs->as<double>();
+    job.soft_probs.assign(probs.begin(), probs.end());
+  }
+  job.soft_target_weight = parse_number(o.soft_target_weight, "--soft-target-weight");
   job.reduction = flce::parse_reduction(o.reduction);
   job.ignore_index = parse_integer(o.ignore_index, "--ignore-index");
   job.label_smoothing = parse_number(o.label_smoothing, "--label-smoothing");
@@ -380,6 +400,29 @@ void run_flce(FlceOptions const& o) {
     throw_error(sentence("--target ", o.target, " has shape ", tessel::detail::shape_text(t.shape),
                          " but --input ", o.input, " has ", x.shape[0], " rows."));
   std::unique_ptr<NpyArray> bias, class_weights, grad_rows;
+  SoftTargetFiles soft;
+  if (o.soft_target_indices.empty() != o.soft_target_probs.empty())
+    throw_error(o.soft_target_indices.empty()
+                    ? "--soft-target-probs needs --soft-target-indices (the classes they are on)."
+                    : "--soft-target-indices needs --soft-target-probs (their probabilities).");
+  if (!o.soft_target_indices.empty()) {
+    soft.indices = std::make_unique<NpyArray>(read_npy(o.soft_target_indices));
+    if (soft.indices->dtype != DType::i64 && soft.indices->dtype != DType::i32)
+      throw_error(sentence("--soft-target-indices ", o.soft_target_indices, " holds ",
+                           dtype_name(soft.indices->dtype),
+                           "; FLCE reads int64 (or int32) class indices."));
+    soft.probs = std::make_unique<NpyArray>(read_float_array(
+        o.soft_target_probs, "--soft-target-probs", 2, "a 2-D (BT, K) array"));
+    if (soft.indices->shape.size() != 2 || soft.indices->shape[0] != x.shape[0])
+      throw_error(sentence("--soft-target-indices ", o.soft_target_indices, " has shape ",
+                           tessel::detail::shape_text(soft.indices->shape), " but --input ",
+                           o.input, " has ", x.shape[0], " rows; FLCE needs (BT, K)."));
+    if (soft.probs->shape != soft.indices->shape)
+      throw_error(sentence("--soft-target-probs ", o.soft_target_probs, " has shape ",
+                           tessel::detail::shape_text(soft.probs->shape),
+                           " but --soft-target-indices ", o.soft_target_indices, " has shape ",
+                           tessel::detail::shape_text(soft.indices->shape), "."));
+  }
   if (!o.bias.empty())
     bias = std::make_unique<NpyArray>(read_float_array(o.bias, "--bias", 1, "a 1-D (V,) array"));
   if (!o.class_weights.empty())
@@ -406,7 +449,7 @@ void run_flce(FlceOptions const& o) {
     if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half> ||
                   std::is_same_v<T, bfloat16>)
       run_flce_typed<T>(o, x, w, std::move(target), bias.get(), class_weights.get(),
-                        grad_rows.get(), grad_output, cuda);
+                        grad_rows.get(), grad_output, soft, cuda);
     else
       throw_error(sentence("--dtype: FLCE computes on f32, f64, f16 or bf16, not ",
                            dtype_name(dtype), "."));
@@ -456,6 +499,13 @@ void add_flce_commands(CLI::App& app) {
   cmd->add_option("--shift-sequence-length", o->shift_sequence_length,
                   "Causal shift: rows are sequences of this length, row i scored against "
                   "target i+1; 0: off")
+      ->capture_default_str();
+  cmd->add_option("--soft-target-indices", o->soft_target_indices,
+                  "(BT, K) int64 .npy: each row's soft-target classes (a teacher's top-k)");
+  cmd->add_option("--soft-target-probs", o->soft_target_probs,
+                  "(BT, K) .npy: their probabilities (repeated classes add up)");
+  cmd->add_option("--soft-target-weight", o->soft_target_weight,
+                  "alpha in [0, 1]: loss = (1 - alpha) hard + alpha soft cross-entropy")
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "Compute on f32, f64, f16 or bf16")->capture_default_str();
   cmd->add_option("--grad-output", o->grad_output,

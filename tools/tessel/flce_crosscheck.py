@@ -3,11 +3,12 @@
 
   flce_crosscheck.py make-inputs DIR [--bt 6 --hidden 4 --vocab 10 --seed 0]
       writes DIR/x.npy (BT, H), w.npy (V, H), b.npy (V,), cw.npy (V,) as float64 and y.npy (BT,)
-      as int64 (two rows are -100, the default ignore_index)
+      as int64 (two rows are -100, the default ignore_index), and soft targets: si.npy (BT, 3) int64
+      classes (row 0 repeats one) and sp.npy (BT, 3) float64 probabilities
   flce_crosscheck.py compare DIR [--reduction mean] [--label-smoothing a] [--lse-square-scale s]
                      [--softcap c] [--temperature T] [--shift-sequence-length S]
-                     [--entropy-bonus beta] [--bias]
-                     [--class-weights] [--backend torch|python]
+                     [--entropy-bonus beta] [--bias] [--class-weights]
+                     [--soft-targets [--soft-target-weight a]] [--backend torch|python]
       recomputes loss, grad_input, grad_weight (and grad_bias) from DIR's inputs and prints the
       largest difference from tessel's DIR/loss.npy, dx.npy, dw.npy (db.npy), and from
       DIR/lse.npy, logp.npy and entropy.npy (the per-row log-sum-exp, target log-probability and
@@ -18,7 +19,9 @@
 The torch backend is PyTorch itself: F.cross_entropy on (input @ weight.T + bias) / T
 (softcapped), against the targets shifted within sequences of S rows (labels[..., 1:], the last
 row of each sequence ignored), plus Liger-Kernel's z-loss and minus beta times each non-ignored
-row's softmax entropy (reduced like the cross-entropy), differentiated by autograd. The python backend (the default when
+row's softmax entropy (reduced like the cross-entropy), and with --soft-targets (1 - a) times that
+cross-entropy plus a times F.cross_entropy against the dense probability targets built from
+DIR/si.npy and sp.npy (mean over the non-ignored rows), differentiated by autograd. The python backend (the default when
 PyTorch is missing) is the same definition written out in plain Python: it needs nothing beyond
 the standard library, .npy reading and writing included.
 """
@@ -87,8 +90,20 @@ def accuracy_of(argmax, y, ignore, reduction):
     return [sum(hits) / kept if kept else 0.0]
 
 
-def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, beta=0.0):
+def dense_soft(si, sp, bt, v):
+    """The soft targets (BT, K) as dense (BT, V) probabilities, repeated classes added."""
+    q = [[0.0] * v for _ in range(bt)]
+    for i in range(bt):
+        for c, p in zip(si[i], sp[i]):
+            q[i][c] += p
+    return q
+
+
+def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, beta=0.0,
+                     soft=None, alpha=1.0):
     bt, h, v = len(x), len(x[0]), len(w)
+    a_hard, a_soft = (1.0 - alpha, alpha) if soft else (1.0, 0.0)
+    q = soft if soft else [[0.0] * v for _ in range(bt)]
     weight = cw if cw is not None else [1.0] * v
     raw = [[(sum(x[i][k] * w[j][k] for k in range(h)) + (b[j] if b else 0.0)) / temp
             for j in range(v)] for i in range(bt)]
@@ -97,21 +112,23 @@ def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, b
     kept = [i for i in range(bt) if y[i] != ignore]
     wsum = sum(weight[y[i]] for i in kept)
     n = len(kept)
-    per_row, per_z = [0.0] * bt, [0.0] * bt
+    per_row, per_z, per_soft = [0.0] * bt, [0.0] * bt, [0.0] * bt
     p_ = [[math.exp(e - lse[i]) for e in z[i]] for i in range(bt)]
     mean_z = [sum(p_[i][j] * z[i][j] for j in range(v)) for i in range(bt)]
     ent = [lse[i] - mean_z[i] for i in range(bt)]
     for i in kept:
         nll = -weight[y[i]] * (z[i][y[i]] - lse[i])
         smooth = -sum(weight[j] * (z[i][j] - lse[i]) for j in range(v))
-        per_row[i] = (1 - eps) * nll + eps / v * smooth - beta * ent[i]
+        per_row[i] = a_hard * ((1 - eps) * nll + eps / v * smooth) - beta * ent[i]
         per_z[i] = s * lse[i] ** 2
+        per_soft[i] = -a_soft * sum(weight[j] * ((1 - eps) * q[i][j] + eps / v) * (z[i][j] - lse[i])
+                                    for j in range(v))
     if reduction == "none":
-        loss = [per_row[i] + per_z[i] for i in range(bt)]
+        loss = [per_row[i] + per_z[i] + per_soft[i] for i in range(bt)]
     elif reduction == "sum":
-        loss = [sum(per_row) + sum(per_z)]
+        loss = [sum(per_row) + sum(per_z) + sum(per_soft)]
     else:  # PyTorch gives NaN for 0/0; tessel gives 0 (and zero gradients)
-        loss = [(sum(per_row) / wsum if wsum else 0.0) + (sum(per_z) / n if n else 0.0)]
+        loss = [(sum(per_row) / wsum if wsum else 0.0) + ((sum(per_z) + sum(per_soft)) / n if n else 0.0)]
     ce_scale = (1 / wsum if wsum else 0.0) if reduction == "mean" else 1.0
     z_scale = (1 / n if n else 0.0) if reduction == "mean" else 1.0
     total_w = sum(weight)
@@ -120,9 +137,13 @@ def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, b
         t = y[i]
         for j in range(v):
             p = math.exp(z[i][j] - lse[i])
-            d = ce_scale * ((1 - eps) * weight[t] * (p - (j == t)) + eps / v * (total_w * p - weight[j])
+            d = ce_scale * (a_hard * ((1 - eps) * weight[t] * (p - (j == t))
+                                      + eps / v * (total_w * p - weight[j]))
                             + beta * p * (z[i][j] - mean_z[i]))
             d += z_scale * 2 * s * lse[i] * p
+            mass = sum(weight[c] * q[i][c] for c in range(v))
+            d += z_scale * a_soft * ((1 - eps) * (mass * p - weight[j] * q[i][j])
+                                     + eps / v * (total_w * p - weight[j]))
             if cap > 0:
                 d *= 1 - math.tanh(raw[i][j] / cap) ** 2
             g[i][j] = d / temp
@@ -139,7 +160,8 @@ def reference_python(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, b
             accuracy_of(argmax, y, ignore, reduction))
 
 
-def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, beta=0.0):
+def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, beta=0.0,
+                    soft=None, alpha=1.0):
     import torch
     import torch.nn.functional as F
     xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
@@ -153,6 +175,14 @@ def reference_torch(x, w, y, b, cw, reduction, eps, s, cap, ignore, temp=1.0, be
     loss = F.cross_entropy(logits, yt, weight=cwt, ignore_index=ignore, reduction=reduction,
                            label_smoothing=eps)
     kept = yt != ignore
+    if soft:
+        # Probability targets: PyTorch's mean would divide by every row; tessel's soft term
+        # divides by the non-ignored rows, so reduce per row by hand.
+        q = torch.tensor(soft, dtype=torch.float64)
+        rows = F.cross_entropy(logits, q, weight=cwt, reduction="none", label_smoothing=eps) * kept
+        soft_loss = (rows if reduction == "none"
+                     else rows.sum() / (kept.sum() if reduction == "mean" else 1))
+        loss = (1 - alpha) * loss + alpha * soft_loss
     if beta != 0.0:
         # The entropy bonus, reduced like the cross-entropy (mean: over the target weights' sum).
         ent = -(torch.softmax(logits, -1) * torch.log_softmax(logits, -1)).sum(-1) * kept
@@ -188,6 +218,14 @@ def make_inputs(a):
     for i in (1, a.bt - 1):
         y[i] = -100
     write_npy(os.path.join(a.dir, "y.npy"), y, (a.bt,), "<i8")
+    si = [rng.randrange(a.vocab) for _ in range(a.bt * 3)]
+    si[2] = si[0]  # row 0 names one class twice
+    sp = []
+    for _ in range(a.bt):
+        r = [rng.random() + 0.05 for _ in range(3)]
+        sp += [0.9 * e / sum(r) for e in r]
+    write_npy(os.path.join(a.dir, "si.npy"), si, (a.bt, 3), "<i8")
+    write_npy(os.path.join(a.dir, "sp.npy"), sp, (a.bt, 3), "<f8")
 
 
 def compare(a):
@@ -206,9 +244,14 @@ def compare(a):
             backend = "python"
     f = reference_torch if backend == "torch" else reference_python
     y = shifted(y, a.shift_sequence_length, a.ignore_index)
+    soft = None
+    if a.soft_targets:
+        si, ss = load("si.npy")
+        sp, _ = load("sp.npy")
+        soft = dense_soft(rows(si, ss), rows(sp, ss), len(y), ws[0])
     loss, dx, dw, db, lse, logp, entropy, argmax, accuracy = f(
         rows(x, xs), rows(w, ws), y, b, cw, a.reduction, a.label_smoothing, a.lse_square_scale,
-        a.softcap, a.ignore_index, a.temperature, a.entropy_bonus)
+        a.softcap, a.ignore_index, a.temperature, a.entropy_bonus, soft, a.soft_target_weight)
     print(f"reference: {backend}, float64")
     flat = lambda m: [e for r in m for e in r]
     checks = [("loss", loss, "loss.npy"), ("grad_input", flat(dx), "dx.npy"),
@@ -255,6 +298,8 @@ def main():
     c.add_argument("--temperature", type=float, default=1.0)
     c.add_argument("--shift-sequence-length", type=int, default=0)
     c.add_argument("--entropy-bonus", type=float, default=0.0)
+    c.add_argument("--soft-targets", action="store_true")
+    c.add_argument("--soft-target-weight", type=float, default=1.0)
     c.add_argument("--bias", action="store_true")
     c.add_argument("--class-weights", action="store_true")
     c.add_argument("--backend", choices=["torch", "python"])

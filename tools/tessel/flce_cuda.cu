@@ -40,6 +40,8 @@ void run_flce_cuda(FlceJob<T>& job) {
   auto const cw = to_device(job.class_weights, stream);
   auto const y = to_device(job.target, stream);
   auto const rows = to_device(job.grad_output_rows, stream);
+  auto const soft_indices = to_device(job.soft_indices, stream);
+  auto const soft_probs = to_device(job.soft_probs, stream);
   auto const loss = to_device(job.loss, stream);
   auto const z = to_device(job.z_loss, stream);
   auto const dx = to_device(job.grad_input, stream);
@@ -67,6 +69,14 @@ void run_flce_cuda(FlceJob<T>& job) {
     o.class_weights = make_device_tensor(static_cast<T const*>(cw.data()), make_shape(job.vocab));
   if (!job.grad_output_rows.empty())
     o.grad_output_rows = make_device_tensor(static_cast<C const*>(rows.data()), make_shape(job.bt));
+  if (job.soft_k > 0) {
+    o.soft_target_indices =
+        make_device_tensor(static_cast<std::int64_t const*>(soft_indices.data()),
+                           make_shape(job.bt, job.soft_k));
+    o.soft_target_probs = make_device_tensor(static_cast<C const*>(soft_probs.data()),
+                                             make_shape(job.bt, job.soft_k));
+  }
+  o.soft_target_weight = job.soft_target_weight;
   flce::Outputs<T, DeviceSpace> out;
   out.loss = make_device_tensor(loss.data(), make_shape(job.loss_size()));
   if (job.want_z_loss) out.z_loss = make_device_tensor(z.data(), make_shape(job.loss_size()));

@@ -17,6 +17,11 @@ struct FlceJob {
   std::vector<T> input, weight, bias, class_weights;  // bias / class_weights empty: not given
   std::vector<std::int64_t> target;
   std::vector<C> grad_output_rows;  // empty: the scalar grad_output
+  // Soft targets (BT, soft_k), row-major; soft_k = 0: none.
+  std::int64_t soft_k = 0;
+  std::vector<std::int64_t> soft_indices;
+  std::vector<C> soft_probs;
+  double soft_target_weight = 1;
   flce::Reduction reduction = flce::Reduction::mean;
   std::int64_t ignore_index = -100;
   std::int64_t shift_sequence_length = 0;

@@ -127,8 +127,10 @@ template <class C>
 RowConstants<C> row_constants(double label_smoothing, double lse_square_scale, double softcap,
                               double temperature, double entropy_bonus, bool entropy_wanted,
                               bool argmax_wanted, index_t ignore_index, index_t vocab,
-                              double class_weight_sum) {
+                              double class_weight_sum, double soft_target_weight = 0.0) {
   RowConstants<C> k;
+  k.soft_weight = static_cast<C>(soft_target_weight);
+  k.hard_weight = static_cast<C>(1.0 - soft_target_weight);
   k.argmax = argmax_wanted;
   k.inv_temperature = static_cast<C>(1.0 / temperature);
   k.entropy_bonus = static_cast<C>(entropy_bonus);

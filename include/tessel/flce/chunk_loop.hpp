@@ -163,6 +163,14 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
   C* const row_ce = reinterpret_cast<C*>(base + layout.row_loss);  // (BT)
   C* const row_z = reinterpret_cast<C*>(base + layout.row_z);      // (BT)
   auto* const row_correct = reinterpret_cast<unsigned char*>(base + layout.row_correct);  // (BT)
+  C* const row_soft = reinterpret_cast<C*>(base + layout.row_soft);                       // (BT)
+  // The soft targets, (BT, K) (count 0: none).
+  SoftTargets<C> soft;
+  if (o.soft_target_indices.present)
+    soft = {o.soft_target_indices.data, o.soft_target_indices.row_stride,
+            o.soft_target_indices.col_stride, o.soft_target_probs.data,
+            o.soft_target_probs.row_stride,   o.soft_target_probs.col_stride,
+            o.soft_target_indices.cols};
   auto* const check_at = reinterpret_cast<TargetCheck*>(base + layout.scalars);
 
   // The whole vocabulary, and this rank's slice of it.
@@ -188,11 +196,15 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
   backend::template rows<single_block_threads>(
       executor, 1, bt,
       SummarizeTargets<Y, T>{y.data, y.stride, o.shift_sequence_length, bt, vocab, o.ignore_index,
-                             o.class_weights.data, o.class_weights.stride, check_at, slice});
+                             o.class_weights.data, o.class_weights.stride, check_at, slice, soft});
   TargetCheck check = backend::read(executor, check_at);
   if (check.summary.first_bad_row >= 0)
     detail::fail_bad_target(check.bad_target, check.summary.first_bad_row, vocab, o.ignore_index,
                             o.shift_sequence_length);
+  if (check.summary.first_bad_soft >= 0)
+    detail::fail_bad_soft_target(check.summary.first_bad_soft / soft.count,
+                                 check.summary.first_bad_soft % soft.count, check.bad_soft_class,
+                                 check.bad_soft_prob, vocab);
   if constexpr (Sharded) {  // each rank weighed the targets and classes of its slice
     double sums[2] = {check.summary.weight_sum, check.summary.class_weight_sum};
     backend::from_host(executor, sums, 2, shard.sums);
@@ -222,7 +234,8 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
   body.k = detail::row_constants<C>(o.label_smoothing, o.lse_square_scale, o.softcap, o.temperature,
                                     o.entropy_bonus, out.entropy.present,
                                     out.argmax.present || out.accuracy.present, o.ignore_index,
-                                    vocab, check.summary.class_weight_sum);
+                                    vocab, check.summary.class_weight_sum,
+                                    soft.count > 0 ? o.soft_target_weight : 0.0);
   body.row_ce = row_ce;
   body.row_z = row_z;
   body.lse = out.lse.present ? out.lse.data : nullptr;
@@ -234,6 +247,8 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
   body.argmax = out.argmax.present ? out.argmax.data : nullptr;
   body.argmax_stride = out.argmax.stride;
   body.row_correct = out.accuracy.present ? row_correct : nullptr;
+  body.soft = soft;
+  body.row_soft = soft.count > 0 ? row_soft : nullptr;
   shard_stats_body stats;
   if constexpr (Sharded) {
     body.shard_stats = shard.gathered;
@@ -250,6 +265,7 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
              o.shift_sequence_length,
              body.k,
              slice.offset,
+             soft,
              shard.local,
              0};
   }
@@ -335,7 +351,8 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
       FinalizeLosses<C>{row_ce, row_z, bt, o.reduction, body.scales, out.loss.data, out.loss.stride,
                         out.z_loss.data, out.z_loss.stride,
                         {row_correct, out.accuracy.present ? out.accuracy.data : nullptr,
-                         out.accuracy.stride}});
+                         out.accuracy.stride},
+                        soft.count > 0 ? row_soft : nullptr});
 }
 
 // The chunk loop a call flce::forward(input, weight, target, options, outputs, executor) runs

@@ -7,6 +7,7 @@
 
 #include "../core/config.hpp"
 #include "../core/int.hpp"
+#include "../expr/scalar_math.hpp"
 #include "types.hpp"
 
 namespace tessel::flce {
@@ -17,6 +18,7 @@ struct TargetSummary {
   double class_weight_sum = 0;  // sum_j w_j over the vocabulary (V without class weights)
   index_t count = 0;            // non-ignored rows
   index_t first_bad_row = -1;   // smallest row whose target is invalid; -1 if none
+  index_t first_bad_soft = -1;  // smallest row * K + k of an invalid soft target; -1 if none
 };
 
 struct CombineTargetSummary {
@@ -26,6 +28,8 @@ struct CombineTargetSummary {
     a.count += b.count;
     if (b.first_bad_row >= 0 && (a.first_bad_row < 0 || b.first_bad_row < a.first_bad_row))
       a.first_bad_row = b.first_bad_row;
+    if (b.first_bad_soft >= 0 && (a.first_bad_soft < 0 || b.first_bad_soft < a.first_bad_soft))
+      a.first_bad_soft = b.first_bad_soft;
     return a;
   }
 };
@@ -53,17 +57,66 @@ TESSEL_HOST_DEVICE inline index_t local_class(index_t t, index_t offset, index_t
   return t >= offset && t - offset < size ? t - offset : -1;
 }
 
+// One row's soft targets: q_k = probs[k * prob_stride] on class classes[k * class_stride],
+// k < count (repeated classes add up), and the slice [offset, offset + size) of the classes
+// whose logits the row holds (the whole vocabulary but in a vocabulary-parallel call).
+template <class C>
+struct SoftRow {
+  index_t const* classes = nullptr;
+  index_t class_stride = 1;
+  C const* probs = nullptr;
+  index_t prob_stride = 1;
+  index_t count = 0;
+  index_t offset = 0;
+  index_t size = 0;
+
+  // Entry k's class among the row's logits, or -1 when another rank holds it.
+  TESSEL_HOST_DEVICE index_t local(index_t k) const {
+    index_t const c = classes[k * class_stride] - offset;
+    return c >= 0 && c < size ? c : -1;
+  }
+  TESSEL_HOST_DEVICE C prob(index_t k) const { return probs[k * prob_stride]; }
+};
+
+// A call's soft targets, (BT, K): row i's entry k names class classes[i * class_row_stride +
+// k * class_stride] with probability probs[i * prob_row_stride + k * prob_stride]. count = K; 0:
+// none.
+template <class C>
+struct SoftTargets {
+  index_t const* classes = nullptr;
+  index_t class_row_stride = 0;
+  index_t class_stride = 1;
+  C const* probs = nullptr;
+  index_t prob_row_stride = 0;
+  index_t prob_stride = 1;
+  index_t count = 0;
+
+  // Row i's, over the logits of classes [offset, offset + size).
+  TESSEL_HOST_DEVICE SoftRow<C> row(index_t i, index_t offset, index_t size) const {
+    if (count == 0) return {};
+    return {classes + i * class_row_stride, class_stride, probs + i * prob_row_stride,
+            prob_stride, count, offset, size};
+  }
+};
+
+// A soft target's entry is valid when its class lies in [0, vocab) and its probability is finite
+// and >= 0.
+template <class C>
+TESSEL_HOST_DEVICE bool valid_soft_entry(index_t c, C q, index_t vocab) {
+  return c >= 0 && c < vocab && q >= C(0) && math::isfinite(q);
+}
+
 // Every lane's share of the targets and class weights, combined over lanes. `class_weights` are
 // the slice's; a target outside the slice adds to the count but not to the weight sums, which
 // the ranks of a vocabulary-parallel call add up (without class weights a target weighs 1 on the
-// rank that holds its class).
+// rank that holds its class). The soft targets of non-ignored rows are checked too (ignored
+// rows' are never read).
 // @post every lane gets the whole summary (of the slice's weights)
 template <class Ctx, class Y, class T>
-TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx const& ctx, Y const* target,
-                                                   index_t target_stride, index_t shift, index_t bt,
-                                                   index_t vocab, index_t ignore_index,
-                                                   T const* class_weights,
-                                                   index_t class_weight_stride, VocabSlice slice) {
+TESSEL_HOST_DEVICE TargetSummary summarize_targets(
+    Ctx const& ctx, Y const* target, index_t target_stride, index_t shift, index_t bt,
+    index_t vocab, index_t ignore_index, T const* class_weights, index_t class_weight_stride,
+    VocabSlice slice, SoftTargets<accum_t<T>> const& soft = {}) {
   using C = accum_t<T>;
   TargetSummary s;
   for (index_t i = ctx.lane(); i < bt; i += ctx.lanes()) {
@@ -74,6 +127,14 @@ TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx const& ctx, Y const* targ
       continue;
     }
     ++s.count;
+    if (s.first_bad_soft < 0) {
+      SoftRow<C> const r = soft.row(i, 0, vocab);
+      for (index_t k = 0; k < r.count; ++k)
+        if (!valid_soft_entry(r.classes[k * r.class_stride], r.prob(k), vocab)) {
+          s.first_bad_soft = i * r.count + k;
+          break;
+        }
+    }
     index_t const local = local_class(t, slice.offset, slice.size);
     if (local < 0) continue;
     s.weight_sum +=
@@ -91,15 +152,19 @@ TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx const& ctx, Y const* targ
   return ctx.reduce(s, CombineTargetSummary{});
 }
 
-// What the target check leaves for the host: the summary and the first invalid target's value.
+// What the target check leaves for the host: the summary and the first invalid target's value
+// (and the first invalid soft target's).
 struct TargetCheck {
   TargetSummary summary;
-  index_t bad_target = 0;  // the target at summary.first_bad_row (when >= 0)
+  index_t bad_target = 0;      // the target at summary.first_bad_row (when >= 0)
+  index_t bad_soft_class = 0;  // the soft target at summary.first_bad_soft (when >= 0)
+  double bad_soft_prob = 0;
 };
 
 // summarize_targets as a row body of one row: lane 0 writes the check to *out.
 template <class Y, class T>
 struct SummarizeTargets {
+  using C = accum_t<T>;
   Y const* target = nullptr;  // (BT)
   index_t target_stride = 1;
   index_t shift = 0;  // Options::shift_sequence_length
@@ -110,17 +175,24 @@ struct SummarizeTargets {
   index_t class_weight_stride = 1;
   TargetCheck* out = nullptr;
   VocabSlice slice{};  // this rank's classes ({0, vocab} without vocabulary parallelism)
+  SoftTargets<C> soft{};
 
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t) const {
     TargetSummary const s =
         summarize_targets(ctx, target, target_stride, shift, bt, vocab, ignore_index,
-                          class_weights, class_weight_stride, slice);
+                          class_weights, class_weight_stride, slice, soft);
     if (ctx.lane() == 0) {
       out->summary = s;
       out->bad_target = s.first_bad_row >= 0
                             ? target_of(target, target_stride, s.first_bad_row, shift, ignore_index)
                             : 0;
+      if (s.first_bad_soft >= 0) {
+        SoftRow<C> const r = soft.row(s.first_bad_soft / soft.count, 0, vocab);
+        index_t const k = s.first_bad_soft % soft.count;
+        out->bad_soft_class = r.classes[k * r.class_stride];
+        out->bad_soft_prob = static_cast<double>(r.prob(k));
+      }
     }
   }
 };
@@ -144,12 +216,14 @@ TESSEL_HOST_DEVICE inline LossScales loss_scales(TargetSummary const& s, Reducti
 struct LossSums {
   double ce = 0;
   double z = 0;
+  double soft = 0;
   index_t hits = 0;  // rows whose argmax is their target
 };
 struct CombineLossSums {
   TESSEL_HOST_DEVICE LossSums operator()(LossSums a, LossSums const& b) const {
     a.ce += b.ce;
     a.z += b.z;
+    a.soft += b.soft;
     a.hits += b.hits;
     return a;
   }
@@ -165,17 +239,20 @@ struct AccuracyOut {
   index_t stride = 1;
 };
 
-// Writes the loss outputs from the per-row terms: per row for none (loss = ce + z), otherwise
-// the scaled sums (accumulated in double). loss / z_loss may be null (not wanted); so may
-// accuracy.out.
+// Writes the loss outputs from the per-row terms: per row for none (loss = ce + z + soft),
+// otherwise the scaled sums (accumulated in double; the soft-target terms are scaled like the
+// z-loss's, over the non-ignored rows). loss / z_loss may be null (not wanted); so may
+// accuracy.out and row_soft (no soft targets).
 template <class Ctx, class C>
 TESSEL_HOST_DEVICE void finalize_losses(Ctx const& ctx, C const* row_ce, C const* row_z, index_t bt,
                                         Reduction reduction, LossScales scales, C* loss,
                                         index_t loss_stride, C* z_loss, index_t z_stride,
-                                        AccuracyOut<C> const& accuracy = {}) {
+                                        AccuracyOut<C> const& accuracy = {},
+                                        C const* row_soft = nullptr) {
   if (reduction == Reduction::none) {
     for (index_t i = ctx.lane(); i < bt; i += ctx.lanes()) {
-      if (loss != nullptr) loss[i * loss_stride] = row_ce[i] + row_z[i];
+      if (loss != nullptr)
+        loss[i * loss_stride] = row_ce[i] + row_z[i] + (row_soft != nullptr ? row_soft[i] : C(0));
       if (z_loss != nullptr) z_loss[i * z_stride] = row_z[i];
       if (accuracy.out != nullptr) accuracy.out[i * accuracy.stride] = C(accuracy.row_correct[i]);
     }
@@ -185,11 +262,12 @@ TESSEL_HOST_DEVICE void finalize_losses(Ctx const& ctx, C const* row_ce, C const
   for (index_t i = ctx.lane(); i < bt; i += ctx.lanes()) {
     s.ce += static_cast<double>(row_ce[i]);
     s.z += static_cast<double>(row_z[i]);
+    if (row_soft != nullptr) s.soft += static_cast<double>(row_soft[i]);
     if (accuracy.out != nullptr) s.hits += accuracy.row_correct[i];
   }
   s = ctx.reduce(s, CombineLossSums{});
   if (ctx.lane() == 0) {
-    if (loss != nullptr) *loss = static_cast<C>(s.ce * scales.ce + s.z * scales.z);
+    if (loss != nullptr) *loss = static_cast<C>(s.ce * scales.ce + (s.z + s.soft) * scales.z);
     if (z_loss != nullptr) *z_loss = static_cast<C>(s.z * scales.z);
     if (accuracy.out != nullptr) *accuracy.out = static_cast<C>(static_cast<double>(s.hits) * scales.z);
   }
@@ -208,11 +286,12 @@ struct FinalizeLosses {
   C* z_loss = nullptr;  // null: not wanted
   index_t z_stride = 1;
   AccuracyOut<C> accuracy{};
+  C const* row_soft = nullptr;  // (BT) or null: no soft targets
 
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t) const {
     finalize_losses(ctx, row_ce, row_z, bt, reduction, scales, loss, loss_stride, z_loss, z_stride,
-                    accuracy);
+                    accuracy, row_soft);
   }
 };
 

@@ -31,6 +31,18 @@ struct Options {
   // reduced like the cross-entropy (mean: divided by the sum of the non-ignored targets' class
   // weights, the row count without class weights), with its gradient. Finite; 0: off.
   double entropy_bonus = 0.0;
+  // Soft targets (distillation against a teacher's top-k; PyTorch's probability targets without
+  // the (BT, V) matrix): row i's target distribution puts soft_target_probs(i, k) on class
+  // soft_target_indices(i, k), k < K (repeated classes add up; the probabilities need not sum to
+  // 1). Each non-ignored row's loss is then (1 - alpha) times its cross-entropy with `target` plus
+  // alpha times -sum_j w_j q'_j log p_j, q' = (1 - e) q + e / V (PyTorch's, with label smoothing
+  // and class weights), alpha = soft_target_weight; mean divides the soft part by the non-ignored
+  // rows (PyTorch divides probability targets by the row count). Rows whose target is
+  // ignore_index stay ignored (their soft targets are not read); soft targets belong to the rows
+  // as given (shift_sequence_length shifts only `target`).
+  MatrixArg<index_t const, Space> soft_target_indices{};   // (BT, K) classes in [0, V)
+  MatrixArg<accum_t<T> const, Space> soft_target_probs{};  // (BT, K) finite, >= 0
+  double soft_target_weight = 1.0;                         // alpha, in [0, 1]
   // (V) PyTorch's `weight`: a rescaling weight per class. Mean divides by the sum of the
   // non-ignored targets' weights.
   VectorArg<T const, Space> class_weights{};

@@ -50,6 +50,7 @@ inline constexpr index_t scratch_scalar_bytes = 256;
 //   grad_input_f32  R * H * 4   (host, f16/bf16: one chunk of grad_input before rounding)
 //   row_loss        BT * C      (each row's cross-entropy term, summed after the loop)
 //   row_z           BT * C      (each row's z-loss term)
+//   row_soft        BT * C      (each row's soft-target term)
 //   row_correct     BT          (1 byte a row: its argmax is its target, for the accuracy)
 //   scalars         256         (divisors and the first bad target)
 // Every size is rounded up to scratch_alignment.
@@ -61,6 +62,7 @@ struct ScratchLayout {
   index_t grad_input_f32 = 0, grad_input_f32_bytes = 0;
   index_t row_loss = 0, row_loss_bytes = 0;
   index_t row_z = 0, row_z_bytes = 0;
+  index_t row_soft = 0, row_soft_bytes = 0;
   index_t row_correct = 0, row_correct_bytes = 0;
   index_t scalars = 0, scalars_bytes = 0;
   index_t total = 0;
@@ -175,6 +177,7 @@ struct FlcePlan {
           host_narrow ? detail::checked_bytes(r, hidden, 4) : 0);
     place(l.row_loss, l.row_loss_bytes, detail::checked_bytes(bt, 1, c));
     place(l.row_z, l.row_z_bytes, detail::checked_bytes(bt, 1, c));
+    place(l.row_soft, l.row_soft_bytes, detail::checked_bytes(bt, 1, c));
     place(l.row_correct, l.row_correct_bytes, detail::checked_bytes(bt, 1, 1));
     place(l.scalars, l.scalars_bytes, scratch_scalar_bytes);
     l.total = at;

@@ -15,6 +15,12 @@
 //   d ce / d z_j = w_t (1 - e) (p_j - [j = t]) + (e / V) (W p_j - w_j),   p_j = exp(z_j - lse)
 //   d zl / d z_j = 2 s lse p_j
 // and d z_j / d raw_j = (1 / T) (1 - tanh(raw_j / (T c))^2) with a softcap c, 1 / T without.
+// With soft targets q (a teacher's top-k: q_k on class c_k) and weight alpha, the row's ce above
+// is scaled by (1 - alpha) and the soft cross-entropy (PyTorch's probability targets, smoothed)
+//   soft = alpha [(1 - e) (Q lse - D) + (e / V) (W lse - sum_j w_j z_j)],
+//   Q = sum_k w_{c_k} q_k,  D = sum_k w_{c_k} q_k z_{c_k}
+//   d soft / d z_j = alpha [(1 - e) (Q p_j - w_j sum_{k: c_k = j} q_k) + (e / V) (W p_j - w_j)]
+// is added (scaled like the z-loss for mean: over the non-ignored rows).
 #pragma once
 
 #include <type_traits>
@@ -43,6 +49,36 @@ struct RowConstants {
   bool argmax = false;        // track the row's argmax (an argmax or accuracy output)
   C class_weight_sum = 0;     // W = sum_j w_j (V without class weights)
   bool smoothing = false;     // e > 0: accumulate sum_j w_j z_j
+  C hard_weight = 1;          // 1 - alpha: the hard target's share (1 without soft targets)
+  C soft_weight = 0;          // alpha: the soft targets' share (0 without)
+};
+
+// A lane's walk over the soft targets among the logits it writes (j = lane, lane + step, ... in
+// increasing order, exec's epilogue contract): `next` is the smallest such class >= the lane's
+// position that some entry names (-1: none left), `q` the sum of its entries' probabilities.
+// Each seek scans the row's K entries, so a lane pays O(K) per soft class it meets (O(K^2) a
+// row on the host's one lane; a GPU block's 512 lanes meet a class or two each).
+template <class C>
+struct SoftCursor {
+  SoftRow<C> const* soft = nullptr;
+  index_t step = 1;
+  index_t next = -1;
+  C q = 0;
+
+  TESSEL_HOST_DEVICE void seek(index_t from) {
+    next = -1;
+    q = C(0);
+    for (index_t k = 0; k < soft->count; ++k) {
+      index_t const c = soft->local(k);
+      if (c < from || (c - from) % step != 0) continue;
+      if (next < 0 || c < next) {
+        next = c;
+        q = soft->prob(k);
+      } else if (c == next) {
+        q += soft->prob(k);
+      }
+    }
+  }
 };
 
 // Where one row's data lives. `grad` may equal `logits` (the gradient then overwrites the logits
@@ -67,6 +103,7 @@ struct RowLoss {
   C target_logprob = 0;  // z_t - lse
   C entropy = 0;         // H = lse - sum_j p_j z_j
   index_t argmax = -1;   // the class of the largest logit (with RowConstants::argmax), else -1
+  C soft = 0;            // the soft targets' cross-entropy, alpha included (0 without)
 };
 
 // With label smoothing the row reduces (z_j, w_j z_j) with this: the online logsumexp of the
@@ -93,6 +130,8 @@ struct RowStats {
   C mean = 0;           // sum_j p_j z_j (with RowConstants::entropy)
   C smooth = 0;         // sum_j w_j z_j (with RowConstants::smoothing)
   index_t argmax = -1;  // the first largest z_j's index (with RowConstants::argmax)
+  C soft_mass = 0;      // Q = sum_k w_{c_k} q_k (with soft targets)
+  C soft_dot = 0;       // D = sum_k w_{c_k} q_k z_{c_k}
 };
 
 // The RowStats in the result of RowOp<C, Smoothing, Entropy, Argmax>.
@@ -167,6 +206,21 @@ struct RowReader {
   TESSEL_HOST_DEVICE C logit(index_t j) const { return cap(raw(j)); }
 };
 
+// Q and D of the soft targets among the row's logits (into s.soft_mass, s.soft_dot). Every lane
+// reads all K entries (K is small: no lane reduction), before the reduction lets the epilogue
+// overwrite the logits.
+template <class Reader, class C>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE void add_soft_sums(Reader const& rd, SoftRow<C> const& soft,
+                                                         RowStats<C>& s) {
+  for (index_t k = 0; k < soft.count; ++k) {
+    index_t const c = soft.local(k);
+    if (c < 0) continue;
+    C const wq = rd.weight(c) * soft.prob(k);
+    s.soft_mass += wq;
+    s.soft_dot += wq * rd.logit(c);
+  }
+}
+
 // A non-ignored row's loss terms and per-row outputs from its statistics, its target's class
 // weight w_t and logit z_t.
 template <bool Smoothing, bool Entropy, class C>
@@ -175,6 +229,13 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> row_loss(RowStats<C> const& s, 
   RowLoss<C> loss;
   loss.ce = w_t * k.one_minus_smoothing * (s.lse - z_t);
   if constexpr (Smoothing) loss.ce += k.smoothing_per_class * (k.class_weight_sum * s.lse - s.smooth);
+  if (k.soft_weight != C(0)) {
+    loss.soft = k.one_minus_smoothing * (s.soft_mass * s.lse - s.soft_dot);
+    if constexpr (Smoothing)
+      loss.soft += k.smoothing_per_class * (k.class_weight_sum * s.lse - s.smooth);
+    loss.soft *= k.soft_weight;
+    loss.ce *= k.hard_weight;
+  }
   if constexpr (Entropy) {
     loss.entropy = s.lse - s.mean;
     loss.ce -= k.entropy_bonus * loss.entropy;
@@ -186,25 +247,33 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> row_loss(RowStats<C> const& s, 
   return loss;
 }
 
-// The epilogue's writer of a non-ignored row's gradient, write(j) for each of the row's logits:
-// g_j = (a + b W + zc) p_j - a [j = t] - b w_j (plus the entropy bonus's beta p_j (z_j - mean)),
-// times the softcap's derivative. d z / d raw carries 1 / T: folded into the coefficients. The
-// target's -a is folded in before rounding to G, so p_t -> 1 does not cancel in 16 bits.
-// `target` is the target's index among the row's logits (-1: not among them, in a
-// vocabulary-parallel call). Writes nothing without a gradient buffer.
+// The epilogue's writer of a non-ignored row's gradient, write(j) for each of this lane's logits
+// in increasing order (j = lane, lane + lanes, ...): g_j = (a + b W + zc + sq Q) p_j - a [j = t]
+// - b w_j - sq w_j q_j (plus the entropy bonus's beta p_j (z_j - mean)), times the softcap's
+// derivative; q_j sums the soft targets on class j, found by the lane's SoftCursor. d z / d raw
+// carries 1 / T: folded into the coefficients. The target's -a and the soft -sq w_j q_j are
+// folded in before rounding to G, so p_j -> 1 does not cancel in 16 bits. `target` is the
+// target's index among the row's logits (-1: not among them, in a vocabulary-parallel call).
+// Writes nothing without a gradient buffer.
 template <bool Smoothing, bool Entropy, class Reader, class C>
 TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowStats<C> const& s,
                                                         index_t target, C w_t, C ce_grad_scale,
-                                                        C z_grad_scale) {
+                                                        C z_grad_scale, SoftRow<C> const& soft,
+                                                        C soft_grad_scale, index_t lane,
+                                                        index_t lanes) {
   using G = typename Reader::grad_type;
   RowConstants<C> const& k = rd.k;
-  C const a = ce_grad_scale * w_t * k.one_minus_smoothing * k.inv_temperature;
-  C const b = ce_grad_scale * k.smoothing_per_class * k.inv_temperature;
+  C const hard = ce_grad_scale * k.hard_weight;  // the hard cross-entropy's scale
+  C const sq = soft_grad_scale * k.soft_weight * k.one_minus_smoothing * k.inv_temperature;
+  C const a = hard * w_t * k.one_minus_smoothing * k.inv_temperature;
+  C const b = (hard + soft_grad_scale * k.soft_weight) * k.smoothing_per_class * k.inv_temperature;
   C const zc = z_grad_scale * C(2) * k.lse_square_scale * s.lse * k.inv_temperature;
   C const eh = ce_grad_scale * k.entropy_bonus * k.inv_temperature;
-  C const p_coefficient = a + b * k.class_weight_sum + zc;
+  C const p_coefficient = a + b * k.class_weight_sum + zc + sq * s.soft_mass;
   C const lse = s.lse, mean = s.mean;
-  return [&rd, &k, target, lse, mean, a, b, eh, p_coefficient](index_t j) {
+  SoftCursor<C> cursor{&soft, lanes};
+  cursor.seek(lane);
+  return [&rd, &k, target, lse, mean, a, b, eh, sq, p_coefficient, cursor](index_t j) mutable {
     if (rd.r.grad == nullptr) return;
     C const x = rd.raw(j);
     C const t = rd.capped ? math::tanh(x / k.softcap) : C(0);
@@ -216,6 +285,10 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowSta
     else
       g = p_coefficient * p;
     if (j == target) g -= a;
+    if (j == cursor.next) {
+      g -= sq * rd.weight(j) * cursor.q;
+      cursor.seek(j + cursor.step);
+    }
     if constexpr (Smoothing) g -= b * rd.weight(j);
     if (rd.capped) g *= C(1) - t * t;
     rd.r.grad[j] = G(g);
@@ -228,12 +301,14 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowSta
 // 1/sum of target weights, resp. 1/non-ignored rows, for mean). Vocab may be an Int<V>: the
 // loops over the row then have a constant bound.
 // @pre target == k.ignore_index or 0 <= target < vocab
+// With soft targets (k.soft_weight > 0) `soft` names them and soft_grad_scale scales their term
+// (dy times 1/non-ignored rows, for mean).
 // @post with r.grad set, r.grad[0, vocab) holds the scaled gradient (zeros for an ignored row)
 template <class Ctx, class L, class G, class T, class C, Integer Vocab>
-TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
-                                                           RowRefs<L, G, T> const& r, Vocab vocab,
-                                                           index_t target, RowConstants<C> const& k,
-                                                           C ce_grad_scale, C z_grad_scale) {
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(
+    Ctx const& ctx, RowRefs<L, G, T> const& r, Vocab vocab, index_t target,
+    RowConstants<C> const& k, C ce_grad_scale, C z_grad_scale, SoftRow<C> const& soft = {},
+    C soft_grad_scale = C(0)) {
   if (target == k.ignore_index) {
     if (r.grad != nullptr)
       for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) r.grad[j] = G(C(0));
@@ -244,6 +319,8 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
   // after which the epilogue may overwrite the logits in place.
   C const w_t = rd.weight(target);
   C const z_t = rd.logit(target);
+  RowStats<C> soft_sums;  // the soft targets' logits too
+  add_soft_sums(rd, soft, soft_sums);
 
   // The reduction (RowOp) then the epilogue (row_gradient) in one exec row reduction with a fused
   // epilogue. A loss-only pass writes nothing (its empty loop is dropped): one reduction site for
@@ -260,14 +337,19 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
       else
         return z;
     };
+    auto stats = [&](auto const& reduced) {
+      RowStats<C> s = row_stats_of<C, smoothing, entropy, argmax>(reduced);
+      s.soft_mass = soft_sums.soft_mass;
+      s.soft_dot = soft_sums.soft_dot;
+      return s;
+    };
     auto const result =
         exec::row_reduce_epilogue_body(ctx, Op{}, element, vocab, [&](auto const& reduced) {
-          return row_gradient<smoothing, entropy>(
-              rd, row_stats_of<C, smoothing, entropy, argmax>(reduced), target, w_t,
-              ce_grad_scale, z_grad_scale);
+          return row_gradient<smoothing, entropy>(rd, stats(reduced), target, w_t, ce_grad_scale,
+                                                  z_grad_scale, soft, soft_grad_scale,
+                                                  index_t{ctx.lane()}, index_t{ctx.lanes()});
         });
-    return row_loss<smoothing, entropy>(row_stats_of<C, smoothing, entropy, argmax>(result), w_t,
-                                        z_t, k);
+    return row_loss<smoothing, entropy>(stats(result), w_t, z_t, k);
   });
 }
 
@@ -281,6 +363,8 @@ struct ShardRowStats {
   C top = 0;             // the largest z_j here (with the argmax)
   C target_weight = 0;   // w_t, when this rank holds the target's class
   C target_logit = 0;    // z_t, likewise
+  C soft_mass = 0;       // Q and D over the soft targets whose classes this rank holds
+  C soft_dot = 0;
   index_t argmax = -1;   // the class (global index) of `top`
   index_t holds_target = 0;
 };
@@ -290,7 +374,7 @@ struct ShardRowStats {
 template <class Ctx, class L, class G, class T, class C, Integer Vocab>
 TESSEL_HOST_DEVICE TESSEL_FORCEINLINE ShardRowStats<C> shard_row_stats(
     Ctx const& ctx, RowRefs<L, G, T> const& r, Vocab vocab, index_t target, index_t local_target,
-    index_t vocab_offset, RowConstants<C> const& k) {
+    index_t vocab_offset, RowConstants<C> const& k, SoftRow<C> const& soft = {}) {
   if (target == k.ignore_index) return {};
   RowReader<L, G, T, C> const rd(r, k);
   return with_row_variant(k, [&](auto smoothing_tag, auto entropy_tag, auto argmax_tag) {
@@ -311,6 +395,10 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE ShardRowStats<C> shard_row_stats(
     out.lse = s.lse;
     out.mean = s.mean;
     out.smooth = s.smooth;
+    RowStats<C> soft_sums;
+    add_soft_sums(rd, soft, soft_sums);
+    out.soft_mass = soft_sums.soft_mass;
+    out.soft_dot = soft_sums.soft_dot;
     if (s.argmax >= 0) {
       out.top = rd.logit(s.argmax);
       out.argmax = vocab_offset + s.argmax;
@@ -326,7 +414,8 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE ShardRowStats<C> shard_row_stats(
 
 // The row's statistics over the whole vocabulary from the ranks' shares shard[r * stride], r in
 // [0, ranks), in the order of their slices: the logsumexp of the ranks' lse, the softmax mean as
-// the ranks' means weighted by exp(lse_r - lse), the smoothing sums added, the first largest
+// the ranks' means weighted by exp(lse_r - lse), the smoothing and soft-target sums added, the
+// first largest
 // logit's class (ArgmaxOp's rules); w_t and z_t from the rank that holds the target. Every rank
 // combines the same shares in the same order, so all get the same bits; one rank's share is its
 // own statistics exactly (exp(0) = 1, log(1) = 0).
@@ -347,6 +436,8 @@ TESSEL_HOST_DEVICE RowStats<C> combine_shard_stats(ShardRowStats<C> const* shard
     C const weight = math::exp(p.lse - s.lse);
     s.mean += exec::SoftmaxMomentOp<C>::weighted_term(weight, p.mean);
     s.smooth += p.smooth;
+    s.soft_mass += p.soft_mass;
+    s.soft_dot += p.soft_dot;
     if (p.argmax >= 0) best = exec::ArgmaxOp<C>{}(best, exec::ArgState<C>{p.top, p.argmax});
     if (p.holds_target) {
       w_t = p.target_weight;
@@ -368,7 +459,9 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> sharded_row(Ctx const& ctx,
                                                              index_t target, index_t local_target,
                                                              RowStats<C> const& s, C w_t, C z_t,
                                                              RowConstants<C> const& k,
-                                                             C ce_grad_scale, C z_grad_scale) {
+                                                             C ce_grad_scale, C z_grad_scale,
+                                                             SoftRow<C> const& soft = {},
+                                                             C soft_grad_scale = C(0)) {
   if (target == k.ignore_index) {
     if (r.grad != nullptr)
       for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) r.grad[j] = G(C(0));
@@ -378,8 +471,9 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> sharded_row(Ctx const& ctx,
   return with_row_variant(k, [&](auto smoothing_tag, auto entropy_tag, auto) {
     constexpr bool smoothing = decltype(smoothing_tag)::value;
     constexpr bool entropy = decltype(entropy_tag)::value;
-    auto const write =
-        row_gradient<smoothing, entropy>(rd, s, local_target, w_t, ce_grad_scale, z_grad_scale);
+    auto write = row_gradient<smoothing, entropy>(rd, s, local_target, w_t, ce_grad_scale,
+                                                  z_grad_scale, soft, soft_grad_scale,
+                                                  index_t{ctx.lane()}, index_t{ctx.lanes()});
     for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) write(j);
     return row_loss<smoothing, entropy>(s, w_t, z_t, k);
   });
@@ -422,6 +516,8 @@ struct ChunkRows {
   index_t* argmax = nullptr;  // (BT) Outputs::argmax, or null
   index_t argmax_stride = 1;
   unsigned char* row_correct = nullptr;  // (BT) 1 where the argmax is the target, with k.argmax
+  SoftTargets<C> soft{};                 // none: count 0
+  C* row_soft = nullptr;                 // (BT) each row's soft-target term (with soft targets)
   index_t first_row = 0;
   // Sharded: the logits are this rank's slice of the classes, starting at vocab_offset, and
   // shard_stats holds every rank's share of each row of the chunk (shard_stats[q * shard_stride
@@ -450,18 +546,20 @@ struct ChunkRows {
     RowConstants<C> const constants = k;
     index_t const t = target_of(target, target_stride, row, shift, constants.ignore_index);
     C const ce_scale = static_cast<C>(dy * scales.ce), z_scale = static_cast<C>(dy * scales.z);
+    SoftRow<C> const soft_row = soft.row(row, Sharded ? vocab_offset : 0, vocab);
     RowLoss<C> l;
     if constexpr (!Sharded) {
-      l = fused_row(ctx, refs, vocab, t, constants, ce_scale, z_scale);
+      l = fused_row(ctx, refs, vocab, t, constants, ce_scale, z_scale, soft_row, z_scale);
     } else {
       C w_t, z_t;
       RowStats<C> const s = combine_shard_stats(shard_stats + i, shard_stride, ranks, w_t, z_t);
       l = sharded_row(ctx, refs, vocab, t, local_class(t, vocab_offset, vocab), s, w_t, z_t,
-                      constants, ce_scale, z_scale);
+                      constants, ce_scale, z_scale, soft_row, z_scale);
     }
     if (ctx.lane() == 0) {
       row_ce[row] = l.ce;
       row_z[row] = l.z;
+      if (row_soft != nullptr) row_soft[row] = l.soft;
       if (lse != nullptr) lse[row * lse_stride] = l.lse;
       if (target_logprob != nullptr) target_logprob[row * target_logprob_stride] = l.target_logprob;
       if (entropy != nullptr) entropy[row * entropy_stride] = l.entropy;
@@ -489,6 +587,7 @@ struct ChunkShardStats {
   index_t shift = 0;
   RowConstants<C> k{};
   index_t vocab_offset = 0;
+  SoftTargets<C> soft{};
   ShardRowStats<C>* out = nullptr;  // (rows)
   index_t first_row = 0;
 
@@ -504,8 +603,9 @@ struct ChunkShardStats {
     RowConstants<C> const constants = k;
     index_t const t =
         target_of(target, target_stride, first_row + i, shift, constants.ignore_index);
-    ShardRowStats<C> const s = shard_row_stats(ctx, refs, vocab, t, local_class(t, vocab_offset, vocab),
-                                               vocab_offset, constants);
+    ShardRowStats<C> const s =
+        shard_row_stats(ctx, refs, vocab, t, local_class(t, vocab_offset, vocab), vocab_offset,
+                        constants, soft.row(first_row + i, vocab_offset, vocab));
     if (ctx.lane() == 0) out[i] = s;
   }
 };

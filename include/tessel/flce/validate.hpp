@@ -129,6 +129,31 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
     if (!o.bias.present) fail("grad_bias was given but there is no bias (Options::bias).");
     check_vector_size(out.grad_bias, "grad_bias", v, "the vocabulary size (weight's rows) is");
   }
+  bool const soft = o.soft_target_indices.present || o.soft_target_probs.present;
+  if (soft) {
+    if (!o.soft_target_indices.present || !o.soft_target_probs.present)
+      fail(sentence("soft_target_indices and soft_target_probs go together, but only ",
+                    o.soft_target_indices.present ? "soft_target_indices" : "soft_target_probs",
+                    " was given."));
+    auto const& c = o.soft_target_indices;
+    auto const& q = o.soft_target_probs;
+    if (c.rows != bt || c.cols < 1)
+      fail(sentence("soft_target_indices has shape ",
+                    tessel::detail::shape_text(make_shape(c.rows, c.cols)),
+                    " but needs (rows, K) with input's ", bt, " rows and K >= 1."));
+    if (q.rows != c.rows || q.cols != c.cols)
+      fail(sentence("soft_target_probs has shape ",
+                    tessel::detail::shape_text(make_shape(q.rows, q.cols)),
+                    " but soft_target_indices has shape ",
+                    tessel::detail::shape_text(make_shape(c.rows, c.cols)), "."));
+  }
+  if (!(o.soft_target_weight >= 0.0 && o.soft_target_weight <= 1.0))
+    fail(sentence("soft_target_weight must lie in [0, 1], got ", o.soft_target_weight, "."));
+  if (!soft && o.soft_target_weight != 1.0)
+    fail(sentence("soft_target_weight is ", o.soft_target_weight,
+                  " but no soft targets are given: it would change nothing."));
+  if (soft && o.soft_target_weight == 0.0)
+    fail("soft targets were given with soft_target_weight 0: they would change nothing.");
   if (o.accumulate && !out.grad_weight.present && !out.grad_bias.present)
     fail(
         "accumulate was set but neither grad_weight nor grad_bias is given: it would change "
@@ -145,6 +170,16 @@ void validate_call(MatrixArg<T const, Space> const& x, MatrixArg<T const, Space>
                                   ignore_index, ")."));
   fail(tessel::detail::sentence("target ", value, " at row ", row, " is outside [0, ", vocab,
                                 ") and is not ignore_index (", ignore_index, ")."));
+}
+
+// The first invalid soft target (of a non-ignored row): entry k of row `row`.
+[[noreturn]] inline void fail_bad_soft_target(index_t row, index_t k, index_t cls, double prob,
+                                              index_t vocab) {
+  if (cls < 0 || cls >= vocab)
+    fail(tessel::detail::sentence("soft target ", k, " of row ", row, " names class ", cls,
+                                  ", outside [0, ", vocab, ")."));
+  fail(tessel::detail::sentence("soft target ", k, " of row ", row, " has probability ", prob,
+                                "; probabilities must be finite and >= 0."));
 }
 
 }  // namespace tessel::flce::detail

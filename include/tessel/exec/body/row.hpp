@@ -41,17 +41,18 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_reduction(Ctx const& ctx, Op cons
 }
 
 // A row reduction with a fused epilogue: op over row(0..n), combined over the lanes and finalized
-// to r; then write = epilogue(r) makes the writer of this row, and write(i) runs for every i in
-// [0, n), each lane its own elements. Returns r. The reduction hands every lane r only after every
-// lane has read its elements (on the GPU it is a block barrier), so write(i) may overwrite what
-// row(i) read: softmax in place, FLCE's gradient over its logits.
+// to r; then write = epilogue(r) makes each lane's writer of this row, and lane l calls write(i)
+// for its elements i = l, l + lanes, ... in increasing order (so a writer may keep a cursor, as
+// FLCE's does over a row's soft targets). Returns r. The reduction hands every lane r only after
+// every lane has read its elements (on the GPU it is a block barrier), so write(i) may overwrite
+// what row(i) read: softmax in place, FLCE's gradient over its logits.
 // @post write(i) was called exactly once for every i in [0, n)
 template <class Ctx, class Op, class Row, Integer N, class Epilogue>
 TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_reduce_epilogue_body(Ctx const& ctx, Op const& op,
                                                                     Row const& row, N n,
                                                                     Epilogue const& epilogue) {
   auto const r = row_reduction(ctx, op, row, n);
-  auto const write = epilogue(r);
+  auto write = epilogue(r);
   for (index_t i = ctx.lane(); i < n; i += ctx.lanes()) write(i);
   return r;
 }
