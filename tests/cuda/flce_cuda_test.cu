@@ -179,9 +179,10 @@ void check_against_reference(Problem p, ReferenceOptions const& o) {
     hits += per_row.back();
     kept += ignored ? 0 : 1;
   }
-  std::vector<double> const acc = o.reduction == Reduction::none  ? per_row
-                                  : o.reduction == Reduction::sum ? std::vector<double>{hits}
-                                  : std::vector<double>{kept != 0 ? hits / kept : 0.0};
+  std::vector<double> const acc = o.reduction == Reduction::none ? per_row
+                                  : o.reduction == Reduction::sum
+                                      ? std::vector<double>{hits}
+                                      : std::vector<double>{kept != 0 ? hits / kept : 0.0};
   EXPECT_TRUE(close(accuracy.to_host(), acc)) << "accuracy";
 }
 

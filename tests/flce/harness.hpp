@@ -125,8 +125,8 @@ FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_si
   if (o.soft_k > 0) {
     opt.soft_target_indices = make_tensor(static_cast<index_t const*>(soft_classes.data()),
                                           make_shape(p.bt, index_t{o.soft_k}));
-    opt.soft_target_probs = make_tensor(static_cast<C const*>(soft_probs.data()),
-                                        make_shape(p.bt, index_t{o.soft_k}));
+    opt.soft_target_probs =
+        make_tensor(static_cast<C const*>(soft_probs.data()), make_shape(p.bt, index_t{o.soft_k}));
     opt.soft_target_weight = o.soft_weight;
   }
 
@@ -193,8 +193,8 @@ inline ::testing::AssertionResult all_close(std::vector<double> const& actual,
 // tessel's argmax against the reference's: the same class, or (a near-tie that rounding may
 // decide either way) one whose reference logit is within tol of the row's largest.
 inline ::testing::AssertionResult argmax_agrees(std::vector<std::int64_t> const& actual,
-                                               ReferenceResult const& want, std::int64_t vocab,
-                                               Tolerance tol) {
+                                                ReferenceResult const& want, std::int64_t vocab,
+                                                Tolerance tol) {
   if (actual.size() != want.argmax.size())
     return ::testing::AssertionFailure()
            << "sizes differ: " << actual.size() << " vs " << want.argmax.size();
@@ -232,13 +232,6 @@ inline ::testing::AssertionResult accuracy_follows_argmax(FlceRun const& got,
                                        : std::vector<double>{count != 0 ? hits / count : 0.0};
   // accum_t<T> rounds hits / count; f32's rounding is within 1e-7 of it.
   return all_close(got.accuracy, want, {1e-7, 1e-7});
-}
-
-// Rank `rank`'s slice of `ranks` in a vocabulary-parallel call: classes split as evenly as they
-// go, the first V % ranks slices one larger.
-inline VocabSlice slice_of(std::int64_t vocab, int rank, int ranks) {
-  std::int64_t const base = vocab / ranks, extra = vocab % ranks;
-  return {rank * base + (rank < extra ? rank : extra), base + (rank < extra ? 1 : 0)};
 }
 
 // p with only the classes of `slice`: its weight rows, bias and class weights.

@@ -32,9 +32,8 @@ TEST(SummarizeTargets, SumsTheNonIgnoredTargetsAndFindsTheFirstBadRowWithAnyLane
     EXPECT_EQ(s.first_bad_row, 3);
   }
   exec::SequentialContext seq;
-  TargetSummary const none =
-      summarize_targets(seq, y.data(), 1, 0, 3, 9, -100, static_cast<float const*>(nullptr), 1,
-                        VocabSlice{0, 9});
+  TargetSummary const none = summarize_targets(
+      seq, y.data(), 1, 0, 3, 9, -100, static_cast<float const*>(nullptr), 1, VocabSlice{0, 9});
   EXPECT_EQ(none.count, 2);
   EXPECT_EQ(none.weight_sum, 2.0);
   EXPECT_EQ(none.class_weight_sum, 9.0);
@@ -48,13 +47,14 @@ TEST(SummarizeTargets, ASliceWeighsOnlyItsOwnClassesAndTheSlicesAddUp) {
   std::vector<std::int64_t> y = {3, -100, 0, 9, 2, 12, 3, -1, -100, 5};
   std::vector<float> w = {0.5f, 1, 1, 2, 1, 4, 1, 1, 1};  // V = 9
   exec::SequentialContext seq;
-  for (float const* weights : {static_cast<float const*>(w.data()), static_cast<float const*>(nullptr)}) {
+  for (float const* weights :
+       {static_cast<float const*>(w.data()), static_cast<float const*>(nullptr)}) {
     TargetSummary const whole =
         summarize_targets(seq, y.data(), 1, 0, 10, 9, -100, weights, 1, VocabSlice{0, 9});
     TargetSummary sum;
     for (VocabSlice slice : {VocabSlice{0, 4}, VocabSlice{4, 1}, VocabSlice{5, 4}}) {
-      TargetSummary const s = summarize_targets(seq, y.data(), 1, 0, 10, 9, -100,
-                                                weights ? weights + slice.offset : nullptr, 1, slice);
+      TargetSummary const s = summarize_targets(
+          seq, y.data(), 1, 0, 10, 9, -100, weights ? weights + slice.offset : nullptr, 1, slice);
       EXPECT_EQ(s.count, whole.count);
       EXPECT_EQ(s.first_bad_row, whole.first_bad_row);
       sum.weight_sum += s.weight_sum;

@@ -86,7 +86,8 @@ TEST(FlcePlan, ScratchBytesFollowTheDocumentedFormula) {
   EXPECT_EQ(p.scratch_bytes(DType::f32, Device::host), p.scratch_bytes(DType::f32));
   EXPECT_EQ(p.scratch_bytes(DType::f64), aligned(rv * 8) + 3 * aligned(16384 * 8) + hits + 256);
   // bf16 on CUDA: f32 logits plus the bf16 gradient the tensor-core GEMMs read.
-  EXPECT_EQ(p.scratch_bytes(DType::bf16), aligned(rv * 4) + aligned(rv * 2) + 3 * rows + hits + 256);
+  EXPECT_EQ(p.scratch_bytes(DType::bf16),
+            aligned(rv * 4) + aligned(rv * 2) + 3 * rows + hits + 256);
   EXPECT_EQ(p.scratch_bytes(DType::bf16), 394215680);
   // bf16 on the host: f32 logits, the weight and a chunk of input and grad_input in f32.
   EXPECT_EQ(p.scratch_bytes(DType::f16, Device::host),
@@ -95,14 +96,15 @@ TEST(FlcePlan, ScratchBytesFollowTheDocumentedFormula) {
   // Fewer rows than a chunk: only bt rows are allocated.
   FlcePlan const small = make_plan(3, 1000, 8);
   EXPECT_EQ(small.chunk_size, 4);
-  EXPECT_EQ(small.scratch_bytes(DType::f32), aligned(3 * 8 * 4) + 3 * aligned(3 * 4) + aligned(3) + 256);
+  EXPECT_EQ(small.scratch_bytes(DType::f32),
+            aligned(3 * 8 * 4) + 3 * aligned(3 * 4) + aligned(3) + 256);
 }
 
 TEST(FlcePlan, ScratchLayoutPlacesAlignedDisjointBuffers) {
   ScratchLayout const l = make_plan(47, 31, 123).scratch_layout(DType::bf16, Device::host);
   index_t const offsets[] = {l.logits,   l.gradient, l.weight_f32, l.input_f32,   l.grad_input_f32,
                              l.row_loss, l.row_z,    l.row_soft,   l.row_correct, l.scalars};
-  index_t const sizes[] = {l.logits_bytes,   l.gradient_bytes,       l.weight_f32_bytes,
+  index_t const sizes[] = {l.logits_bytes,    l.gradient_bytes,       l.weight_f32_bytes,
                            l.input_f32_bytes, l.grad_input_f32_bytes, l.row_loss_bytes,
                            l.row_z_bytes,     l.row_soft_bytes,       l.row_correct_bytes,
                            l.scalars_bytes};

@@ -207,10 +207,9 @@ inline ReferenceResult reference(Problem const& original, ReferenceOptions const
       // d(-beta H)/dz_j = beta p_j (z_j - E[z]).
       double const d_bonus = o.entropy_bonus * pj * (z[i * v + j] - mean_z[i]);
       // d soft / dz_j = alpha [(1 - e)(Q p_j - w_j q_j) + (e / V)(W p_j - w_j)].
-      double const d_soft =
-          soft ? alpha * ((1 - eps) * (soft_mass * pj - cw(j) * q[i * v + j]) +
-                          eps / static_cast<double>(v) * d_smooth)
-               : 0.0;
+      double const d_soft = soft ? alpha * ((1 - eps) * (soft_mass * pj - cw(j) * q[i * v + j]) +
+                                            eps / static_cast<double>(v) * d_smooth)
+                                 : 0.0;
       double dz = ce_scale * (hard * ((1 - eps) * d_nll + eps / static_cast<double>(v) * d_smooth) +
                               d_bonus) +
                   z_scale * (d_z + d_soft);
@@ -254,7 +253,7 @@ inline void add_soft_targets(ReferenceOptions& o, std::int64_t bt, std::int64_t 
     for (auto& e : q) sum += (e = u(rng));
     for (std::int64_t e = 0; e < k; ++e) {
       o.soft_classes.push_back(i == 0 && e == k - 1 && k > 1 ? o.soft_classes.front()
-                                                               : classes(rng));
+                                                             : classes(rng));
       o.soft_probs.push_back(0.9 * q[e] / sum);
     }
   }

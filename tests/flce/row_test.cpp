@@ -181,12 +181,13 @@ TEST(ChunkRows, ABlockOfThreadsPerRowAndBothPlanKindsGiveTheSequentialResult) {
   std::vector<double> want_grad(logits.size()), want_ce(7, -1), want_z(7, -1);
   auto const sequential = body_for(FlcePlan(make_plan(7, 1, vocab, 5)), want_grad, want_ce, want_z);
   for (index_t i = 0; i < rows; ++i) sequential(exec::SequentialContext{}, i);
-  EXPECT_EQ(want_ce[0], -1);  // rows outside the chunk are not written
+  EXPECT_EQ(want_ce[0], -1);   // rows outside the chunk are not written
   EXPECT_EQ(want_ce[3], 0.0);  // an ignored row
   EXPECT_NE(want_ce[2], 0.0);
 
   std::vector<double> grad(logits.size()), ce(7, -1), z(7, -1);
-  auto const static_body = body_for(make_plan(Int<7>{}, Int<1>{}, Int<37>{}, Int<5>{}), grad, ce, z);
+  auto const static_body =
+      body_for(make_plan(Int<7>{}, Int<1>{}, Int<37>{}, Int<5>{}), grad, ce, z);
   static_assert(std::is_same_v<decltype(static_body)::vocab_type, Int<37>>);
   for (index_t i = 0; i < rows; ++i) static_body(exec::SequentialContext{}, i);
   EXPECT_EQ(grad, want_grad);
@@ -291,9 +292,9 @@ TEST(WithArgmax, UpdatesAndCombinedHalvesGiveTheFirstLargestIndexBesideTheWrappe
     std::vector<double> z;
     index_t argmax;
   };
-  for (Case const& c : {Case{{0.5, -1.0, 4.0, -INFINITY, 4.0, 3.5}, 2},
-                        Case{{-INFINITY, -INFINITY}, 0}, Case{{1.0, NAN, 7.0, NAN}, 1},
-                        Case{{-2.0, -3.0, -2.0}, 0}, Case{{}, -1}}) {
+  for (Case const& c :
+       {Case{{0.5, -1.0, 4.0, -INFINITY, 4.0, 3.5}, 2}, Case{{-INFINITY, -INFINITY}, 0},
+        Case{{1.0, NAN, 7.0, NAN}, 1}, Case{{-2.0, -3.0, -2.0}, 0}, Case{{}, -1}}) {
     auto const n = static_cast<index_t>(c.z.size());
     for (std::size_t cut = 0; cut <= c.z.size(); ++cut) {
       SCOPED_TRACE(testing::Message() << "case with argmax " << c.argmax << ", cut " << cut);

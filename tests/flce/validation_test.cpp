@@ -197,15 +197,15 @@ TEST(FlceValidation, RejectsBadSoftTargets) {
   static std::vector<index_t> classes(8 * 2, 1);
   static std::vector<float> probs(8 * 2, 0.5f);
   auto with_soft = [](auto& o, index_t rows, index_t k, index_t prob_k) {
-    o.soft_target_indices = make_tensor(static_cast<index_t const*>(classes.data()),
-                                        make_shape(rows, k));
-    o.soft_target_probs = make_tensor(static_cast<float const*>(probs.data()),
-                                      make_shape(rows, prob_k));
+    o.soft_target_indices =
+        make_tensor(static_cast<index_t const*>(classes.data()), make_shape(rows, k));
+    o.soft_target_probs =
+        make_tensor(static_cast<float const*>(probs.data()), make_shape(rows, prob_k));
   };
   expect_rejected(
       [](Call&, auto& o, auto&) {
-        o.soft_target_indices = make_tensor(static_cast<index_t const*>(classes.data()),
-                                            make_shape(8, 2));
+        o.soft_target_indices =
+            make_tensor(static_cast<index_t const*>(classes.data()), make_shape(8, 2));
       },
       "soft_target_indices and soft_target_probs go together, but only soft_target_indices was "
       "given.");

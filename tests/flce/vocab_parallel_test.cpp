@@ -98,17 +98,24 @@ TEST(CombineShardStats, SlicesOfARowCombineToTheWholeRow) {
                                          local_class(target, s.offset, s.size), s.offset, k));
       }
       double w_t = 0, z_t = 0;
-      RowStats<double> const c = combine_shard_stats(shares.data(), 1,
-                                                     static_cast<index_t>(shares.size()), w_t, z_t);
+      RowStats<double> const c =
+          combine_shard_stats(shares.data(), 1, static_cast<index_t>(shares.size()), w_t, z_t);
       EXPECT_NEAR(c.lse, whole.lse, 1e-14);
       EXPECT_NEAR(c.mean, whole.mean, 1e-14);
       EXPECT_EQ(c.smooth, whole.smooth);  // -inf: class 3's logit is -inf
-      EXPECT_EQ(c.argmax, 2);  // 4.0 at classes 2, 4 and 8: the lowest
+      EXPECT_EQ(c.argmax, 2);             // 4.0 at classes 2, 4 and 8: the lowest
       EXPECT_EQ(w_t, 3);
       EXPECT_EQ(z_t, 3.5);
     }
   }
 }
+
+// The even split: contiguous, in rank order, covering the vocabulary, sizes differing by at most
+// one (larger first); static in, static out.
+static_assert(even_vocab_slice(10, 0, 3).offset == 0 && even_vocab_slice(10, 0, 3).size == 4);
+static_assert(even_vocab_slice(10, 1, 3).offset == 4 && even_vocab_slice(10, 1, 3).size == 3);
+static_assert(even_vocab_slice(10, 2, 3).offset == 7 && even_vocab_slice(10, 2, 3).size == 3);
+static_assert(even_vocab_slice(2, 2, 3).offset == 2 && even_vocab_slice(2, 2, 3).size == 0);
 
 TEST(FlceVocabParallelErrors, NamesANullCommunicatorAndLocalErrors) {
   std::vector<float> x(12, 0.5f), w(8, 0.25f);

@@ -28,7 +28,7 @@ void expect_sharded_equals_whole(Problem const& whole, ReferenceOptions const& o
                                  Tolerance tol) {
   dist::MpiCommunicator comm;
   Problem const p = rounded<T>(whole);
-  VocabSlice const slice = slice_of(p.v, comm.rank(), comm.size());
+  VocabSlice const slice = even_vocab_slice(p.v, comm.rank(), comm.size());
   FlceRun const want = sliced(run_tessel<T>(p, o, chunk), slice, p.h);
   FlceRun const got = run_tessel<T>(sliced(p, slice), o, chunk, {}, exec::Auto{}, &comm);
   EXPECT_TRUE(all_close(got.loss, want.loss, tol)) << "loss";
@@ -53,13 +53,13 @@ struct Case {
 
 template <class T>
 void run_cases(Tolerance tol) {
-  for (Case const& c : {Case{"plain", false, 0, 0, 0, 1, 0, 0},
-                        Case{"smoothing, z-loss, softcap", true, 0.1, 1e-2, 3, 1, 0, 0},
-                        Case{"temperature, entropy bonus, shift", true, 0, 0, 0, 0.7, 0.2, 5},
-                        Case{"every option", true, 0.05, 1e-3, 4, 1.3, -0.1, 5},
-                        Case{"soft targets", true, 0.1, 0, 3, 0.9, 0, 0, 0.6},
-                        Case{"soft targets alone, every option", true, 0.05, 1e-3, 4, 1.3, 0.1, 5,
-                             1.0}}) {
+  for (Case const& c :
+       {Case{"plain", false, 0, 0, 0, 1, 0, 0},
+        Case{"smoothing, z-loss, softcap", true, 0.1, 1e-2, 3, 1, 0, 0},
+        Case{"temperature, entropy bonus, shift", true, 0, 0, 0, 0.7, 0.2, 5},
+        Case{"every option", true, 0.05, 1e-3, 4, 1.3, -0.1, 5},
+        Case{"soft targets", true, 0.1, 0, 3, 0.9, 0, 0, 0.6},
+        Case{"soft targets alone, every option", true, 0.05, 1e-3, 4, 1.3, 0.1, 5, 1.0}}) {
     for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
       for (index_t chunk : {0, 7}) {
         SCOPED_TRACE(std::string(c.what) + " " + std::string(reduction_name(r)) + " chunk " +
@@ -81,8 +81,12 @@ void run_cases(Tolerance tol) {
   }
 }
 
-TEST(FlceVocabParallel, EqualsTheSingleProcessCallInF64) { run_cases<double>({1e-12, 1e-11}); }
-TEST(FlceVocabParallel, EqualsTheSingleProcessCallInF32) { run_cases<float>(tolerance<float>()); }
+TEST(FlceVocabParallel, EqualsTheSingleProcessCallInF64) {
+  run_cases<double>({1e-12, 1e-11});
+}
+TEST(FlceVocabParallel, EqualsTheSingleProcessCallInF32) {
+  run_cases<float>(tolerance<float>());
+}
 
 // As many classes as ranks: every rank holds one class, and most rows' targets live elsewhere.
 TEST(FlceVocabParallel, OneClassPerRank) {
@@ -99,7 +103,7 @@ TEST(FlceVocabParallel, ReportsTheSlicesAndFailsOnEveryRankTogether) {
   dist::MpiCommunicator comm;
   int const rank = comm.rank(), ranks = comm.size();
   Problem const p = random_problem(6, 4, 10, 3u);
-  VocabSlice const slice = slice_of(10, rank, ranks);
+  VocabSlice const slice = even_vocab_slice(10, rank, ranks);
   Problem const q = sliced(p, slice);
   std::vector<float> x(p.x.begin(), p.x.end()), w(q.w.begin(), q.w.end());
   float loss = 0;
@@ -133,12 +137,12 @@ TEST(FlceVocabParallel, ReportsTheSlicesAndFailsOnEveryRankTogether) {
       ADD_FAILURE() << "no error";
     } catch (Error const& e) {
       std::string const want =
-          rank == ranks - 1
-              ? "vocabulary-parallel FLCE: rank 0 has input (6,4) but rank " +
-                    std::to_string(rank) + " has (5,4); every rank needs the whole input and targets."
-              : "vocabulary-parallel FLCE: rank " + std::to_string(ranks - 1) +
-                    " has input (5,4) but rank " + std::to_string(rank) +
-                    " has (6,4); every rank needs the whole input and targets.";
+          rank == ranks - 1 ? "vocabulary-parallel FLCE: rank 0 has input (6,4) but rank " +
+                                  std::to_string(rank) +
+                                  " has (5,4); every rank needs the whole input and targets."
+                            : "vocabulary-parallel FLCE: rank " + std::to_string(ranks - 1) +
+                                  " has input (5,4) but rank " + std::to_string(rank) +
+                                  " has (6,4); every rank needs the whole input and targets.";
       EXPECT_EQ(std::string(e.what()), want);
     }
   }

@@ -80,7 +80,8 @@ Results run(Problem const& p, Reduction r, std::int64_t first, std::int64_t rows
   if (got.size() != want.size()) return ::testing::AssertionFailure() << "sizes differ";
   for (std::size_t i = 0; i < got.size(); ++i)
     if (!(std::abs(got[i] - want[i]) <= 1e-5 + 5e-4 * std::abs(want[i])))
-      return ::testing::AssertionFailure() << "element " << i << ": " << got[i] << " vs " << want[i];
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << got[i] << " vs " << want[i];
   return ::testing::AssertionSuccess();
 }
 

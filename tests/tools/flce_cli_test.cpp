@@ -299,24 +299,28 @@ TEST_F(FlceCliErrors, SoftTargetsOfTheWrongTypeOrShapeAreOneSentenceAndWriteNoth
                  "--soft-target-probs needs --soft-target-indices (the classes they are on).");
   expect_failure(common + "--soft-target-indices " + si,
                  "--soft-target-indices needs --soft-target-probs (their probabilities).");
-  expect_failure(common + "--soft-target-indices " + sp + " --soft-target-probs " + sp,
-                 "--soft-target-indices " + sp +
-                     " holds f64; FLCE reads int64 (or int32) class indices.");
+  expect_failure(
+      common + "--soft-target-indices " + sp + " --soft-target-probs " + sp,
+      "--soft-target-indices " + sp + " holds f64; FLCE reads int64 (or int32) class indices.");
   expect_failure(common + "--soft-target-indices " + si7 + " --soft-target-probs " + sp,
                  "--soft-target-indices " + si7 + " has shape (7,2) but --input " + x_ +
                      " has 8 rows; FLCE needs (BT, K).");
   expect_failure(common + "--soft-target-indices " + si + " --soft-target-probs " + sp3,
-                 "--soft-target-probs " + sp3 + " has shape (8,3) but --soft-target-indices " +
-                     si + " has shape (8,2).");
+                 "--soft-target-probs " + sp3 + " has shape (8,3) but --soft-target-indices " + si +
+                     " has shape (8,2).");
+  expect_failure(
+      common + "--vocab-parallel --device cuda",
+      "--vocab-parallel runs on the host's MPI ranks; the CLI has no NCCL path (--device "
+      "cuda).");
   // The library's sentences, through the CLI: a weight that would change nothing, a bad class.
   expect_failure(common + "--soft-target-weight 0.5",
                  "soft_target_weight is 0.5 but no soft targets are given: it would change "
                  "nothing.");
   write_npy(path("si_bad.npy"), std::vector<std::int64_t>{8, 2},
             std::vector<std::int64_t>{1, 1, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
-  expect_failure(common + "--soft-target-indices " + path("si_bad.npy") +
-                     " --soft-target-probs " + sp,
-                 "soft target 1 of row 1 names class 6, outside [0, 6).");
+  expect_failure(
+      common + "--soft-target-indices " + path("si_bad.npy") + " --soft-target-probs " + sp,
+      "soft target 1 of row 1 names class 6, outside [0, 6).");
 }
 
 TEST_F(FlceCliErrors, AnOutputThatCannotBeRenamedIntoPlaceLeavesNoFileBehind) {

@@ -18,6 +18,10 @@
 #include <tessel/core/error.hpp>
 #include <tessel/flce/forward.hpp>
 #include <tessel/flce/plan.hpp>
+#include <tessel/flce/vocab_parallel.hpp>
+#if defined(TESSEL_CLI_MPI)
+#include <tessel/dist/mpi.hpp>
+#endif
 #include <tessel/io/npy.hpp>
 #include <tessel/tensor/tensor.hpp>
 
@@ -85,6 +89,7 @@ struct FlceOptions {
   std::string device = "host";
   std::string loss_out, z_loss_out, grad_input_out, grad_weight_out, grad_bias_out, lse_out,
       target_logprob_out, entropy_out, argmax_out, accuracy_out;
+  bool vocab_parallel = false;
 };
 
 // A float32/float64 array of the given rank, read from `path` (named by `option` in errors).
@@ -195,8 +200,10 @@ std::vector<std::byte> output_bytes(std::vector<V> const& values) {
   return bytes;
 }
 
+// With a communicator, the vocabulary-parallel call: job's weight, bias and class weights (and
+// grad_weight, grad_bias) are this rank's slice.
 template <class T>
-void run_host(FlceJob<T>& job) {
+void run_host(FlceJob<T>& job, dist::Communicator* communicator = nullptr) {
   using C = flce::accum_t<T>;
   flce::Options<T> o;
   o.reduction = job.reduction;
@@ -236,11 +243,69 @@ void run_host(FlceJob<T>& job) {
   if (job.want_argmax) out.argmax = make_tensor(job.argmax.data(), make_shape(job.bt));
   if (job.want_accuracy)
     out.accuracy = make_tensor(job.accuracy.data(), make_shape(job.loss_size()));
-  flce::forward(
-      make_tensor(static_cast<T const*>(job.input.data()), make_shape(job.bt, job.hidden)),
-      make_tensor(static_cast<T const*>(job.weight.data()), make_shape(job.vocab, job.hidden)),
-      make_tensor(static_cast<std::int64_t const*>(job.target.data()), make_shape(job.bt)), o, out);
+  auto const input =
+      make_tensor(static_cast<T const*>(job.input.data()), make_shape(job.bt, job.hidden));
+  auto const weight =
+      make_tensor(static_cast<T const*>(job.weight.data()), make_shape(job.vocab, job.hidden));
+  auto const target =
+      make_tensor(static_cast<std::int64_t const*>(job.target.data()), make_shape(job.bt));
+  if (communicator != nullptr)
+    flce::forward(input, weight, target, flce::VocabParallel{communicator}, o, out);
+  else
+    flce::forward(input, weight, target, o, out);
 }
+
+#if defined(TESSEL_CLI_MPI)
+// --vocab-parallel: the ranks mpirun started split the classes evenly (flce::even_vocab_slice),
+// each runs the vocabulary-parallel call on its slice, and the slices' grad_weight and grad_bias
+// are gathered, so every rank ends with the whole job's results. Returns whether this rank writes
+// the output files (rank 0).
+template <class T>
+bool run_vocab_parallel(FlceJob<T>& job) {
+  using C = flce::accum_t<T>;
+  static dist::MpiSession const session(nullptr, nullptr);  // finalized at exit
+  dist::MpiCommunicator comm;
+  int const ranks = comm.size();
+  if (job.vocab < ranks)
+    throw_error(sentence("--vocab-parallel on ", ranks, " ranks needs at least ", ranks,
+                         " classes, but --weight has ", job.vocab, "."));
+  auto const slice_of = [&](int rank) { return flce::even_vocab_slice(job.vocab, rank, ranks); };
+  flce::VocabSlice const slice = slice_of(comm.rank());
+  auto const rows = [&](auto const& v, std::int64_t width) {
+    using V = std::remove_cvref_t<decltype(v)>;
+    if (v.empty()) return V{};
+    return V(v.begin() + slice.offset * width, v.begin() + (slice.offset + slice.size) * width);
+  };
+  FlceJob<T> part = job;
+  part.vocab = slice.size;
+  part.weight = rows(job.weight, job.hidden);
+  part.bias = rows(job.bias, 1);
+  part.class_weights = rows(job.class_weights, 1);
+  part.grad_weight = rows(job.grad_weight, job.hidden);
+  part.grad_bias = rows(job.grad_bias, 1);
+  run_host(part, &comm);
+  // The slices' gradients gathered in rank (= class) order; the rest is the whole call's already.
+  auto const gather = [&](std::vector<C> const& mine, std::vector<C>& all, std::int64_t width) {
+    if (all.empty()) return;
+    std::vector<std::size_t> counts;
+    for (int r = 0; r < ranks; ++r)
+      counts.push_back(static_cast<std::size_t>(slice_of(r).size * width) * sizeof(C));
+    comm.all_gather_v(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all)),
+                      counts);
+  };
+  gather(part.grad_weight, job.grad_weight, job.hidden);
+  gather(part.grad_bias, job.grad_bias, 1);
+  job.loss = std::move(part.loss);
+  job.z_loss = std::move(part.z_loss);
+  job.grad_input = std::move(part.grad_input);
+  job.lse = std::move(part.lse);
+  job.target_logprob = std::move(part.target_logprob);
+  job.entropy = std::move(part.entropy);
+  job.argmax = std::move(part.argmax);
+  job.accuracy = std::move(part.accuracy);
+  return comm.rank() == 0;
+}
+#endif
 
 // The soft targets' files, read and checked against each other and the input.
 struct SoftTargetFiles {
@@ -320,13 +385,19 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   if (job.want_entropy) job.entropy.assign(job.bt, C(0));
   if (job.want_argmax) job.argmax.assign(job.bt, -1);
   if (job.want_accuracy) job.accuracy.assign(job.loss_size(), C(0));
+  bool writes = true;  // this process writes the output files
   if (cuda) {
 #if defined(TESSEL_CLI_CUDA)
     run_flce_cuda(job);
 #endif
+  } else if (o.vocab_parallel) {
+#if defined(TESSEL_CLI_MPI)
+    writes = run_vocab_parallel(job);
+#endif
   } else {
     run_host(job);
   }
+  if (!writes) return;
 
   DType const out_dtype = dtype_of_v<Out>;
   std::vector<std::int64_t> const loss_shape = job.reduction == flce::Reduction::none
@@ -361,6 +432,14 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
 void run_flce(FlceOptions const& o) {
   DType const dtype = parse_flce_dtype(o.dtype);
   bool const cuda = parse_device(o.device, "--device") == flce::Device::cuda;
+#if !defined(TESSEL_CLI_MPI)
+  if (o.vocab_parallel)
+    throw_error(
+        "--vocab-parallel: this tessel was built without MPI (configure with -DTESSEL_MPI=ON).");
+#endif
+  if (o.vocab_parallel && cuda)
+    throw_error(
+        "--vocab-parallel runs on the host's MPI ranks; the CLI has no NCCL path (--device cuda).");
 #if !defined(TESSEL_CLI_CUDA)
   if (cuda)
     throw_error(
@@ -411,8 +490,8 @@ void run_flce(FlceOptions const& o) {
       throw_error(sentence("--soft-target-indices ", o.soft_target_indices, " holds ",
                            dtype_name(soft.indices->dtype),
                            "; FLCE reads int64 (or int32) class indices."));
-    soft.probs = std::make_unique<NpyArray>(read_float_array(
-        o.soft_target_probs, "--soft-target-probs", 2, "a 2-D (BT, K) array"));
+    soft.probs = std::make_unique<NpyArray>(
+        read_float_array(o.soft_target_probs, "--soft-target-probs", 2, "a 2-D (BT, K) array"));
     if (soft.indices->shape.size() != 2 || soft.indices->shape[0] != x.shape[0])
       throw_error(sentence("--soft-target-indices ", o.soft_target_indices, " has shape ",
                            tessel::detail::shape_text(soft.indices->shape), " but --input ",
@@ -511,6 +590,9 @@ void add_flce_commands(CLI::App& app) {
   cmd->add_option("--grad-output", o->grad_output,
                   "Upstream gradient: a number, or a (BT,) .npy for --reduction none");
   cmd->add_option("--device", o->device, "host or cuda")->capture_default_str();
+  cmd->add_flag("--vocab-parallel", o->vocab_parallel,
+                "Under mpirun: split the classes evenly over the ranks (each reads the files and "
+                "holds its slice of --weight); rank 0 writes the outputs");
   cmd->add_option("--loss-out", o->loss_out, "Loss .npy (shape () or (BT,))")->required();
   cmd->add_option("--z-loss-out", o->z_loss_out, "z-loss part .npy");
   cmd->add_option("--grad-input-out", o->grad_input_out, "(BT, H) .npy");

@@ -70,9 +70,8 @@ void run_flce_cuda(FlceJob<T>& job) {
   if (!job.grad_output_rows.empty())
     o.grad_output_rows = make_device_tensor(static_cast<C const*>(rows.data()), make_shape(job.bt));
   if (job.soft_k > 0) {
-    o.soft_target_indices =
-        make_device_tensor(static_cast<std::int64_t const*>(soft_indices.data()),
-                           make_shape(job.bt, job.soft_k));
+    o.soft_target_indices = make_device_tensor(
+        static_cast<std::int64_t const*>(soft_indices.data()), make_shape(job.bt, job.soft_k));
     o.soft_target_probs = make_device_tensor(static_cast<C const*>(soft_probs.data()),
                                              make_shape(job.bt, job.soft_k));
   }

@@ -22,6 +22,16 @@
 #define TESSEL_FORCEINLINE inline
 #endif
 
+// For a rare branch's work inside a hot loop (FLCE's soft-target cursor): kept out of line so
+// that the loop's registers are not spent on it.
+#if defined(__CUDACC__)
+#define TESSEL_NOINLINE __noinline__
+#elif defined(__GNUC__)
+#define TESSEL_NOINLINE __attribute__((noinline))
+#else
+#define TESSEL_NOINLINE
+#endif
+
 // True while nvcc compiles the device side of a translation unit; host-only paths
 // (exceptions, strings) are compiled out there.
 #if defined(__CUDA_ARCH__)

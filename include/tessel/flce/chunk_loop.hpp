@@ -160,14 +160,14 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
   C* const logits = reinterpret_cast<C*>(base + layout.logits);  // (R, V)
   G* const gradient = in_place ? reinterpret_cast<G*>(logits)    // (R, V)
                                : reinterpret_cast<G*>(base + layout.gradient);
-  C* const row_ce = reinterpret_cast<C*>(base + layout.row_loss);  // (BT)
-  C* const row_z = reinterpret_cast<C*>(base + layout.row_z);      // (BT)
+  C* const row_ce = reinterpret_cast<C*>(base + layout.row_loss);                         // (BT)
+  C* const row_z = reinterpret_cast<C*>(base + layout.row_z);                             // (BT)
   auto* const row_correct = reinterpret_cast<unsigned char*>(base + layout.row_correct);  // (BT)
   C* const row_soft = reinterpret_cast<C*>(base + layout.row_soft);                       // (BT)
   // The soft targets, (BT, K) (count 0: none).
   SoftTargets<C> soft;
   if (o.soft_target_indices.present)
-    soft = {o.soft_target_indices.data, o.soft_target_indices.row_stride,
+    soft = {o.soft_target_indices.data,       o.soft_target_indices.row_stride,
             o.soft_target_indices.col_stride, o.soft_target_probs.data,
             o.soft_target_probs.row_stride,   o.soft_target_probs.col_stride,
             o.soft_target_indices.cols};
@@ -186,7 +186,8 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
     else
       return 0;
   }();
-  if constexpr (Sharded) shard = detail::ShardScratch<C>::carve(shard_buffer.data(), plan, sharding);
+  if constexpr (Sharded)
+    shard = detail::ShardScratch<C>::carve(shard_buffer.data(), plan, sharding);
   auto const all_reduce = [&](auto* data, index_t n) {
     backend::wait(executor);
     sharding.communicator->all_reduce_sum(std::span(data, static_cast<std::size_t>(n)));
@@ -231,11 +232,10 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
   body.grad_output_stride = o.grad_output_rows.stride;
   body.grad_output = o.grad_output;
   body.scales = loss_scales(check.summary, o.reduction);
-  body.k = detail::row_constants<C>(o.label_smoothing, o.lse_square_scale, o.softcap, o.temperature,
-                                    o.entropy_bonus, out.entropy.present,
-                                    out.argmax.present || out.accuracy.present, o.ignore_index,
-                                    vocab, check.summary.class_weight_sum,
-                                    soft.count > 0 ? o.soft_target_weight : 0.0);
+  body.k = detail::row_constants<C>(
+      o.label_smoothing, o.lse_square_scale, o.softcap, o.temperature, o.entropy_bonus,
+      out.entropy.present, out.argmax.present || out.accuracy.present, o.ignore_index, vocab,
+      check.summary.class_weight_sum, soft.count > 0 ? o.soft_target_weight : 0.0);
   body.row_ce = row_ce;
   body.row_z = row_z;
   body.lse = out.lse.present ? out.lse.data : nullptr;
@@ -348,11 +348,18 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
 
   backend::template rows<single_block_threads>(
       executor, 1, bt,
-      FinalizeLosses<C>{row_ce, row_z, bt, o.reduction, body.scales, out.loss.data, out.loss.stride,
-                        out.z_loss.data, out.z_loss.stride,
-                        {row_correct, out.accuracy.present ? out.accuracy.data : nullptr,
-                         out.accuracy.stride},
-                        soft.count > 0 ? row_soft : nullptr});
+      FinalizeLosses<C>{
+          row_ce,
+          row_z,
+          bt,
+          o.reduction,
+          body.scales,
+          out.loss.data,
+          out.loss.stride,
+          out.z_loss.data,
+          out.z_loss.stride,
+          {row_correct, out.accuracy.present ? out.accuracy.data : nullptr, out.accuracy.stride},
+          soft.count > 0 ? row_soft : nullptr});
 }
 
 // The chunk loop a call flce::forward(input, weight, target, options, outputs, executor) runs

@@ -94,8 +94,13 @@ struct SoftTargets {
   // Row i's, over the logits of classes [offset, offset + size).
   TESSEL_HOST_DEVICE SoftRow<C> row(index_t i, index_t offset, index_t size) const {
     if (count == 0) return {};
-    return {classes + i * class_row_stride, class_stride, probs + i * prob_row_stride,
-            prob_stride, count, offset, size};
+    return {classes + i * class_row_stride,
+            class_stride,
+            probs + i * prob_row_stride,
+            prob_stride,
+            count,
+            offset,
+            size};
   }
 };
 
@@ -113,10 +118,12 @@ TESSEL_HOST_DEVICE bool valid_soft_entry(index_t c, C q, index_t vocab) {
 // rows' are never read).
 // @post every lane gets the whole summary (of the slice's weights)
 template <class Ctx, class Y, class T>
-TESSEL_HOST_DEVICE TargetSummary summarize_targets(
-    Ctx const& ctx, Y const* target, index_t target_stride, index_t shift, index_t bt,
-    index_t vocab, index_t ignore_index, T const* class_weights, index_t class_weight_stride,
-    VocabSlice slice, SoftTargets<accum_t<T>> const& soft = {}) {
+TESSEL_HOST_DEVICE TargetSummary summarize_targets(Ctx const& ctx, Y const* target,
+                                                   index_t target_stride, index_t shift, index_t bt,
+                                                   index_t vocab, index_t ignore_index,
+                                                   T const* class_weights,
+                                                   index_t class_weight_stride, VocabSlice slice,
+                                                   SoftTargets<accum_t<T>> const& soft = {}) {
   using C = accum_t<T>;
   TargetSummary s;
   for (index_t i = ctx.lane(); i < bt; i += ctx.lanes()) {
@@ -180,8 +187,8 @@ struct SummarizeTargets {
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t) const {
     TargetSummary const s =
-        summarize_targets(ctx, target, target_stride, shift, bt, vocab, ignore_index,
-                          class_weights, class_weight_stride, slice, soft);
+        summarize_targets(ctx, target, target_stride, shift, bt, vocab, ignore_index, class_weights,
+                          class_weight_stride, slice, soft);
     if (ctx.lane() == 0) {
       out->summary = s;
       out->bad_target = s.first_bad_row >= 0
@@ -269,7 +276,8 @@ TESSEL_HOST_DEVICE void finalize_losses(Ctx const& ctx, C const* row_ce, C const
   if (ctx.lane() == 0) {
     if (loss != nullptr) *loss = static_cast<C>(s.ce * scales.ce + (s.z + s.soft) * scales.z);
     if (z_loss != nullptr) *z_loss = static_cast<C>(s.z * scales.z);
-    if (accuracy.out != nullptr) *accuracy.out = static_cast<C>(static_cast<double>(s.hits) * scales.z);
+    if (accuracy.out != nullptr)
+      *accuracy.out = static_cast<C>(static_cast<double>(s.hits) * scales.z);
   }
 }
 

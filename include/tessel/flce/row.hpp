@@ -53,33 +53,42 @@ struct RowConstants {
   C soft_weight = 0;          // alpha: the soft targets' share (0 without)
 };
 
-// A lane's walk over the soft targets among the logits it writes (j = lane, lane + step, ... in
-// increasing order, exec's epilogue contract): `next` is the smallest such class >= the lane's
-// position that some entry names (-1: none left), `q` the sum of its entries' probabilities.
-// Each seek scans the row's K entries, so a lane pays O(K) per soft class it meets (O(K^2) a
-// row on the host's one lane; a GPU block's 512 lanes meet a class or two each).
+// A lane's walk over the classes whose gradient has a target term, among the logits it writes
+// (j = lane, lane + step, ... in increasing order, exec's epilogue contract): the hard target
+// (`target`, its index among the row's logits or -1) and the soft targets' classes. `next` is
+// the smallest such class >= the lane's position (-1: none left); `at_target` says whether it is
+// the hard target, `q` sums the soft probabilities on it. The epilogue then pays one compare per
+// element, as for the hard target alone; each seek scans the row's K soft entries, O(K) per
+// class a lane meets (O(K^2) a row on the host's one lane; a GPU lane meets a class or two).
+// The cursor is a value the lane keeps (in registers: nothing it holds is memory an exp call
+// could change), moved on by seek_target, out of line.
 template <class C>
-struct SoftCursor {
-  SoftRow<C> const* soft = nullptr;
-  index_t step = 1;
+struct TargetCursor {
   index_t next = -1;
+  bool at_target = false;
   C q = 0;
+};
 
-  TESSEL_HOST_DEVICE void seek(index_t from) {
-    next = -1;
-    q = C(0);
-    for (index_t k = 0; k < soft->count; ++k) {
-      index_t const c = soft->local(k);
-      if (c < from || (c - from) % step != 0) continue;
-      if (next < 0 || c < next) {
-        next = c;
-        q = soft->prob(k);
-      } else if (c == next) {
-        q += soft->prob(k);
-      }
+// The cursor at the lane's first target class >= from (classes c = from + m * step).
+template <class C>
+TESSEL_HOST_DEVICE TESSEL_NOINLINE TargetCursor<C> seek_target(SoftRow<C> const& soft, index_t step,
+                                                               index_t target, index_t from) {
+  auto const mine = [&](index_t c) { return c >= from && (c - from) % step == 0; };
+  TargetCursor<C> t;
+  t.next = mine(target) ? target : -1;
+  for (index_t k = 0; k < soft.count; ++k) {
+    index_t const c = soft.local(k);
+    if (!mine(c)) continue;
+    if (t.next < 0 || c < t.next) {
+      t.next = c;
+      t.q = soft.prob(k);
+    } else if (c == t.next) {
+      t.q += soft.prob(k);
     }
   }
-};
+  t.at_target = t.next >= 0 && t.next == target;
+  return t;
+}
 
 // Where one row's data lives. `grad` may equal `logits` (the gradient then overwrites the logits
 // in place: each lane reads an element before it writes it); null means no gradient pass.
@@ -142,13 +151,15 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowStats<C> row_stats_of(R const& result) 
       return result.first;
     else
       return result;
-  }();
+  }
+  ();
   auto const& moments = [&]() -> auto const& {
     if constexpr (Argmax)
       return main.first;
     else
       return main;
-  }();
+  }
+  ();
   RowStats<C> s;
   if constexpr (Entropy) {
     s.lse = moments.first;
@@ -228,7 +239,8 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> row_loss(RowStats<C> const& s, 
                                                           RowConstants<C> const& k) {
   RowLoss<C> loss;
   loss.ce = w_t * k.one_minus_smoothing * (s.lse - z_t);
-  if constexpr (Smoothing) loss.ce += k.smoothing_per_class * (k.class_weight_sum * s.lse - s.smooth);
+  if constexpr (Smoothing)
+    loss.ce += k.smoothing_per_class * (k.class_weight_sum * s.lse - s.smooth);
   if (k.soft_weight != C(0)) {
     loss.soft = k.one_minus_smoothing * (s.soft_mass * s.lse - s.soft_dot);
     if constexpr (Smoothing)
@@ -250,11 +262,13 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> row_loss(RowStats<C> const& s, 
 // The epilogue's writer of a non-ignored row's gradient, write(j) for each of this lane's logits
 // in increasing order (j = lane, lane + lanes, ...): g_j = (a + b W + zc + sq Q) p_j - a [j = t]
 // - b w_j - sq w_j q_j (plus the entropy bonus's beta p_j (z_j - mean)), times the softcap's
-// derivative; q_j sums the soft targets on class j, found by the lane's SoftCursor. d z / d raw
+// derivative; q_j sums the soft targets on class j, found by the lane's TargetCursor. d z / d raw
 // carries 1 / T: folded into the coefficients. The target's -a and the soft -sq w_j q_j are
 // folded in before rounding to G, so p_j -> 1 does not cancel in 16 bits. `target` is the
 // target's index among the row's logits (-1: not among them, in a vocabulary-parallel call).
 // Writes nothing without a gradient buffer.
+// `target` is the hard target's index among the row's logits (-1: another rank's), `soft` the
+// row's soft targets; `lane`, `lanes` the writer's (its cursor walks its elements).
 template <bool Smoothing, bool Entropy, class Reader, class C>
 TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowStats<C> const& s,
                                                         index_t target, C w_t, C ce_grad_scale,
@@ -271,9 +285,9 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowSta
   C const eh = ce_grad_scale * k.entropy_bonus * k.inv_temperature;
   C const p_coefficient = a + b * k.class_weight_sum + zc + sq * s.soft_mass;
   C const lse = s.lse, mean = s.mean;
-  SoftCursor<C> cursor{&soft, lanes};
-  cursor.seek(lane);
-  return [&rd, &k, target, lse, mean, a, b, eh, sq, p_coefficient, cursor](index_t j) mutable {
+  TargetCursor<C> cursor = seek_target(soft, lanes, target, lane);
+  return [&rd, &k, &soft, target, lanes, lse, mean, a, b, eh, sq, p_coefficient,
+          cursor](index_t j) mutable {
     if (rd.r.grad == nullptr) return;
     C const x = rd.raw(j);
     C const t = rd.capped ? math::tanh(x / k.softcap) : C(0);
@@ -284,10 +298,10 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowSta
       g = (p_coefficient + eh * (z - mean)) * p;
     else
       g = p_coefficient * p;
-    if (j == target) g -= a;
-    if (j == cursor.next) {
-      g -= sq * rd.weight(j) * cursor.q;
-      cursor.seek(j + cursor.step);
+    if (j == cursor.next) [[unlikely]] {
+      if (cursor.at_target) g -= a;
+      g -= sq * rd.weight(j) * cursor.q;  // 0 without soft targets on j
+      cursor = seek_target(soft, lanes, target, j + lanes);
     }
     if constexpr (Smoothing) g -= b * rd.weight(j);
     if (rd.capped) g *= C(1) - t * t;
@@ -305,10 +319,12 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowSta
 // (dy times 1/non-ignored rows, for mean).
 // @post with r.grad set, r.grad[0, vocab) holds the scaled gradient (zeros for an ignored row)
 template <class Ctx, class L, class G, class T, class C, Integer Vocab>
-TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(
-    Ctx const& ctx, RowRefs<L, G, T> const& r, Vocab vocab, index_t target,
-    RowConstants<C> const& k, C ce_grad_scale, C z_grad_scale, SoftRow<C> const& soft = {},
-    C soft_grad_scale = C(0)) {
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
+                                                           RowRefs<L, G, T> const& r, Vocab vocab,
+                                                           index_t target, RowConstants<C> const& k,
+                                                           C ce_grad_scale, C z_grad_scale,
+                                                           SoftRow<C> const& soft = {},
+                                                           C soft_grad_scale = C(0)) {
   if (target == k.ignore_index) {
     if (r.grad != nullptr)
       for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) r.grad[j] = G(C(0));
@@ -357,15 +373,15 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(
 // vocabulary, which the ranks exchange (an all-gather) and combine (combine_shard_stats).
 template <class C>
 struct ShardRowStats {
-  C lse = 0;             // log sum_j exp(z_j) over this rank's classes
-  C mean = 0;            // sum_j p_j z_j with p over this rank's classes (with the entropy)
-  C smooth = 0;          // sum_j w_j z_j over this rank's classes (with smoothing)
-  C top = 0;             // the largest z_j here (with the argmax)
-  C target_weight = 0;   // w_t, when this rank holds the target's class
-  C target_logit = 0;    // z_t, likewise
-  C soft_mass = 0;       // Q and D over the soft targets whose classes this rank holds
+  C lse = 0;            // log sum_j exp(z_j) over this rank's classes
+  C mean = 0;           // sum_j p_j z_j with p over this rank's classes (with the entropy)
+  C smooth = 0;         // sum_j w_j z_j over this rank's classes (with smoothing)
+  C top = 0;            // the largest z_j here (with the argmax)
+  C target_weight = 0;  // w_t, when this rank holds the target's class
+  C target_logit = 0;   // z_t, likewise
+  C soft_mass = 0;      // Q and D over the soft targets whose classes this rank holds
   C soft_dot = 0;
-  index_t argmax = -1;   // the class (global index) of `top`
+  index_t argmax = -1;  // the class (global index) of `top`
   index_t holds_target = 0;
 };
 
@@ -454,14 +470,10 @@ TESSEL_HOST_DEVICE RowStats<C> combine_shard_stats(ShardRowStats<C> const* shard
 // -1.
 // @post with r.grad set, r.grad[0, vocab) holds this slice's scaled gradient
 template <class Ctx, class L, class G, class T, class C, Integer Vocab>
-TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> sharded_row(Ctx const& ctx,
-                                                             RowRefs<L, G, T> const& r, Vocab vocab,
-                                                             index_t target, index_t local_target,
-                                                             RowStats<C> const& s, C w_t, C z_t,
-                                                             RowConstants<C> const& k,
-                                                             C ce_grad_scale, C z_grad_scale,
-                                                             SoftRow<C> const& soft = {},
-                                                             C soft_grad_scale = C(0)) {
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> sharded_row(
+    Ctx const& ctx, RowRefs<L, G, T> const& r, Vocab vocab, index_t target, index_t local_target,
+    RowStats<C> const& s, C w_t, C z_t, RowConstants<C> const& k, C ce_grad_scale, C z_grad_scale,
+    SoftRow<C> const& soft = {}, C soft_grad_scale = C(0)) {
   if (target == k.ignore_index) {
     if (r.grad != nullptr)
       for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) r.grad[j] = G(C(0));

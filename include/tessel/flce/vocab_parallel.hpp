@@ -43,6 +43,14 @@ struct VocabParallelPlan {
   int ranks = 1;
 };
 
+// Rank `rank`'s classes when `vocab` classes are split as evenly as they go over `ranks` ranks
+// in rank order (the first vocab % ranks slices one class larger): the usual tensor-parallel
+// split of an LM head. @pre 0 <= rank < ranks
+constexpr VocabSlice even_vocab_slice(index_t vocab, int rank, int ranks) {
+  index_t const base = vocab / ranks, extra = vocab % ranks;
+  return {rank * base + (rank < extra ? rank : extra), base + (rank < extra ? 1 : 0)};
+}
+
 namespace detail {
 
 // Every rank's `mine` (the same count on each), gathered through Executor's memory (device memory
@@ -94,7 +102,7 @@ VocabParallelPlan run_vocab_parallel(
     error = e.what();
   }
   index_t const own_chunk =
-      !error.empty()            ? 0
+      !error.empty()           ? 0
       : options.chunk_size > 0 ? options.chunk_size
                                : FlcePlan(make_call_plan<Space>(x.rows, x.cols, w.rows)).chunk_size;
   std::array<index_t, 5> const mine = {error.empty() ? 1 : 0, x.rows, x.cols, w.rows, own_chunk};
@@ -128,8 +136,8 @@ VocabParallelPlan run_vocab_parallel(
   with_plan(input, weight, agreed ? 0 : chunk, [&](auto const& plan) {
     using Plan = std::remove_cvref_t<decltype(plan)>;
     result.plan = plan;
-    ChunkLoop<Plan, T, TargetT, Executor, true>::run(
-        plan, {x, w, y, options, outputs}, executor, Sharding{&comm, result.slice, result.vocab});
+    ChunkLoop<Plan, T, TargetT, Executor, true>::run(plan, {x, w, y, options, outputs}, executor,
+                                                     Sharding{&comm, result.slice, result.vocab});
   });
   return result;
 }
@@ -148,11 +156,11 @@ VocabParallelPlan run_vocab_parallel(
 // argument on any rank makes every rank throw (nothing written).
 template <class X, class W, class Y, exec::HostExecutor Executor = exec::Auto>
 requires MatrixTensor<X, HostSpace> && MatrixTensor<W, HostSpace> && TargetTensor<Y, HostSpace>
-    VocabParallelPlan forward(
-        X const& input, W const& weight, Y const& target, VocabParallel const& parallel,
-        std::type_identity_t<Options<tensor_value_t<X>, HostSpace>> const& options,
-        std::type_identity_t<Outputs<tensor_value_t<X>, HostSpace>> const& outputs,
-        Executor const& executor = {}) {
+    VocabParallelPlan
+    forward(X const& input, W const& weight, Y const& target, VocabParallel const& parallel,
+            std::type_identity_t<Options<tensor_value_t<X>, HostSpace>> const& options,
+            std::type_identity_t<Outputs<tensor_value_t<X>, HostSpace>> const& outputs,
+            Executor const& executor = {}) {
   return detail::run_vocab_parallel(input, weight, target, parallel, options, outputs, executor);
 }
 

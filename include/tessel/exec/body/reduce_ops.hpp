@@ -220,7 +220,7 @@ struct SoftmaxMomentOp {
 
 template <class S, class T>
 struct WithArgmaxState {
-  S inner;        // the wrapped operator's state
+  S inner;          // the wrapped operator's state
   ArgState<T> arg;  // the running argmax
 };
 
