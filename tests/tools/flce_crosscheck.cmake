@@ -4,14 +4,7 @@
 # with the argmax and the token accuracy in both; then soft targets.
 # Variables: CLI (the tessel executable), SCRIPT (flce_crosscheck.py), DIR (a scratch directory).
 file(REMOVE_RECURSE ${DIR})
-function(step)
-  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY ${DIR} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${ARGN} failed (${rc}):\n${out}${err}")
-  endif()
-  message(STATUS "${out}")
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/script_step.cmake)
 find_program(PYTHON3 python3 REQUIRED)
 file(MAKE_DIRECTORY ${DIR})
 step(${PYTHON3} ${SCRIPT} make-inputs ${DIR} --bt 7 --hidden 5 --vocab 11 --seed 3)

@@ -232,6 +232,18 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE void add_soft_sums(Reader const& rd, SoftR
   }
 }
 
+// What the row's reduction (RowOp) reads at j: z_j, paired with w_j z_j for the smoothing sum.
+template <bool Smoothing, class Reader>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_element(Reader const& rd) {
+  return [&rd](index_t j) {
+    auto const z = rd.logit(j);
+    if constexpr (Smoothing)
+      return exec::Pair<decltype(z), decltype(z)>{z, rd.weight(j) * z};
+    else
+      return z;
+  };
+}
+
 // A non-ignored row's loss terms and per-row outputs from its statistics, its target's class
 // weight w_t and logit z_t.
 template <bool Smoothing, bool Entropy, class C>
@@ -346,13 +358,7 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
     constexpr bool entropy = decltype(entropy_tag)::value;
     constexpr bool argmax = decltype(argmax_tag)::value;
     using Op = typename RowOp<C, smoothing, entropy, argmax>::type;
-    auto element = [&](index_t j) {
-      C const z = rd.logit(j);
-      if constexpr (smoothing)
-        return exec::Pair<C, C>{z, rd.weight(j) * z};
-      else
-        return z;
-    };
+    auto const element = row_element<smoothing>(rd);
     auto stats = [&](auto const& reduced) {
       RowStats<C> s = row_stats_of<C, smoothing, entropy, argmax>(reduced);
       s.soft_mass = soft_sums.soft_mass;
@@ -398,13 +404,7 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE ShardRowStats<C> shard_row_stats(
     constexpr bool entropy = decltype(entropy_tag)::value;
     constexpr bool argmax = decltype(argmax_tag)::value;
     using Op = typename RowOp<C, smoothing, entropy, argmax>::type;
-    auto element = [&](index_t j) {
-      C const z = rd.logit(j);
-      if constexpr (smoothing)
-        return exec::Pair<C, C>{z, rd.weight(j) * z};
-      else
-        return z;
-    };
+    auto const element = row_element<smoothing>(rd);
     RowStats<C> const s =
         row_stats_of<C, smoothing, entropy, argmax>(exec::row_reduction(ctx, Op{}, element, vocab));
     ShardRowStats<C> out;
