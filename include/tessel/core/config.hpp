@@ -22,9 +22,12 @@
 #define TESSEL_FORCEINLINE inline
 #endif
 
-// For a rare branch's work inside a hot loop (FLCE's soft-target cursor): kept out of line so
-// that the loop's registers are not spent on it.
-#if defined(__CUDACC__)
+// For a rare branch's work inside a hot loop (FLCE's target cursor): out of line on the host, so
+// that the loop's registers are not spent on it; inline on the device, where a call would make
+// the kernel save its registers to the stack around it.
+#if defined(__CUDA_ARCH__)
+#define TESSEL_NOINLINE __forceinline__
+#elif defined(__CUDACC__)
 #define TESSEL_NOINLINE __noinline__
 #elif defined(__GNUC__)
 #define TESSEL_NOINLINE __attribute__((noinline))

@@ -106,6 +106,9 @@ struct ChunkLoop {
   using gemm_type = typename backend::template gemm_t<T>;
   using gradient_type = gemm_type;
   using row_body = ChunkRows<Plan, compute_type, gradient_type, T, Y, Sharded>;
+  // With soft targets: the same rows with the soft targets' cursor, its own kernel, so that calls
+  // without them run row_body's code (and registers) unchanged.
+  using soft_row_body = ChunkRows<Plan, compute_type, gradient_type, T, Y, Sharded, true>;
   // Sharded: the pass that gives each row's share before the ranks exchange them.
   using shard_stats_body = ChunkShardStats<Plan, compute_type, T, Y>;
 
@@ -164,18 +167,23 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
   C* const row_z = reinterpret_cast<C*>(base + layout.row_z);                             // (BT)
   auto* const row_correct = reinterpret_cast<unsigned char*>(base + layout.row_correct);  // (BT)
   C* const row_soft = reinterpret_cast<C*>(base + layout.row_soft);                       // (BT)
-  // The soft targets, (BT, K) (count 0: none).
-  SoftTargets<C> soft;
-  if (o.soft_target_indices.present)
-    soft = {o.soft_target_indices.data,       o.soft_target_indices.row_stride,
-            o.soft_target_indices.col_stride, o.soft_target_probs.data,
-            o.soft_target_probs.row_stride,   o.soft_target_probs.col_stride,
-            o.soft_target_indices.cols};
   auto* const check_at = reinterpret_cast<TargetCheck*>(base + layout.scalars);
 
   // The whole vocabulary, and this rank's slice of it.
   index_t const vocab = Sharded ? sharding.vocab : index_t{v};
   VocabSlice const slice = Sharded ? sharding.slice : VocabSlice{0, v};
+  // The soft targets, (BT, K) (count 0: none), over this rank's logits.
+  SoftTargets<C> soft;
+  if (o.soft_target_indices.present)
+    soft = {o.soft_target_indices.data,
+            o.soft_target_indices.row_stride,
+            o.soft_target_indices.col_stride,
+            o.soft_target_probs.data,
+            o.soft_target_probs.row_stride,
+            o.soft_target_probs.col_stride,
+            o.soft_target_indices.cols,
+            slice.offset,
+            slice.size};
   // Sharded: the extra buffers (detail::ShardScratch), and the collectives on this executor's
   // memory, each after the executor's queued work.
   detail::ShardScratch<C> shard;
@@ -319,7 +327,13 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
                     record * static_cast<std::size_t>(body.ranks)));
       body.shard_stride = rows;
     }
-    backend::template rows<row_threads>(executor, rows, v, body);
+    if (soft.count > 0) {
+      soft_row_body soft_body;
+      static_cast<typename row_body::args_type&>(soft_body) = body;
+      backend::template rows<row_threads>(executor, rows, v, soft_body);
+    } else {
+      backend::template rows<row_threads>(executor, rows, v, body);
+    }
     if (!grads) continue;
 
     auto const g = matrix(static_cast<G const*>(gradient), rows, v, v);  // d loss / d logits

@@ -80,7 +80,8 @@ struct SoftRow {
 
 // A call's soft targets, (BT, K): row i's entry k names class classes[i * class_row_stride +
 // k * class_stride] with probability probs[i * prob_row_stride + k * prob_stride]. count = K; 0:
-// none.
+// none. The row bodies' logits are those of classes [offset, offset + size) (this rank's slice in
+// a vocabulary-parallel call, else the whole vocabulary).
 template <class C>
 struct SoftTargets {
   index_t const* classes = nullptr;
@@ -90,17 +91,40 @@ struct SoftTargets {
   index_t prob_row_stride = 0;
   index_t prob_stride = 1;
   index_t count = 0;
+  index_t offset = 0;
+  index_t size = 0;
 
-  // Row i's, over the logits of classes [offset, offset + size).
-  TESSEL_HOST_DEVICE SoftRow<C> row(index_t i, index_t offset, index_t size) const {
+  // Row i's, over the logits of classes [first, first + width).
+  TESSEL_HOST_DEVICE SoftRow<C> row(index_t i, index_t first, index_t width) const {
     if (count == 0) return {};
     return {classes + i * class_row_stride,
             class_stride,
             probs + i * prob_row_stride,
             prob_stride,
             count,
-            offset,
-            size};
+            first,
+            width};
+  }
+  // Row i's over the row bodies' logits.
+  TESSEL_HOST_DEVICE SoftRow<C> row(index_t i) const { return row(i, offset, size); }
+};
+
+// A row without soft targets: the row bodies compile their epilogue without the soft targets'
+// cursor (the call picks the body with SoftRowRef only when there are soft targets).
+struct NoSoftTargets {};
+template <class Soft>
+inline constexpr bool has_soft_targets = !std::is_same_v<Soft, NoSoftTargets>;
+
+// Row `row` of a call's soft targets, held as where to find it: the epilogue keeps this (on the
+// GPU the soft targets stay in the kernel's parameters) rather than a SoftRow's seven numbers in
+// registers across its loop.
+template <class C>
+struct SoftRowRef {
+  SoftTargets<C> const* all = nullptr;  // null: no soft targets
+  index_t row = 0;
+
+  TESSEL_HOST_DEVICE SoftRow<C> get() const {
+    return all != nullptr ? all->row(row) : SoftRow<C>{};
   }
 };
 

@@ -71,8 +71,9 @@ struct TargetCursor {
 
 // The cursor at the lane's first target class >= from (classes c = from + m * step).
 template <class C>
-TESSEL_HOST_DEVICE TESSEL_NOINLINE TargetCursor<C> seek_target(SoftRow<C> const& soft, index_t step,
+TESSEL_HOST_DEVICE TESSEL_NOINLINE TargetCursor<C> seek_target(SoftRowRef<C> ref, index_t step,
                                                                index_t target, index_t from) {
+  SoftRow<C> const soft = ref.get();
   auto const mine = [&](index_t c) { return c >= from && (c - from) % step == 0; };
   TargetCursor<C> t;
   t.next = mine(target) ? target : -1;
@@ -281,12 +282,13 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> row_loss(RowStats<C> const& s, 
 // Writes nothing without a gradient buffer.
 // `target` is the hard target's index among the row's logits (-1: another rank's), `soft` the
 // row's soft targets; `lane`, `lanes` the writer's (its cursor walks its elements).
-template <bool Smoothing, bool Entropy, class Reader, class C>
+template <bool Smoothing, bool Entropy, class Reader, class C, class Soft>
 TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowStats<C> const& s,
                                                         index_t target, C w_t, C ce_grad_scale,
-                                                        C z_grad_scale, SoftRow<C> const& soft,
+                                                        C z_grad_scale, Soft soft,
                                                         C soft_grad_scale, index_t lane,
                                                         index_t lanes) {
+  constexpr bool soft_targets = has_soft_targets<Soft>;
   using G = typename Reader::grad_type;
   RowConstants<C> const& k = rd.k;
   C const hard = ce_grad_scale * k.hard_weight;  // the hard cross-entropy's scale
@@ -297,8 +299,14 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowSta
   C const eh = ce_grad_scale * k.entropy_bonus * k.inv_temperature;
   C const p_coefficient = a + b * k.class_weight_sum + zc + sq * s.soft_mass;
   C const lse = s.lse, mean = s.mean;
-  TargetCursor<C> cursor = seek_target(soft, lanes, target, lane);
-  return [&rd, &k, &soft, target, lanes, lse, mean, a, b, eh, sq, p_coefficient,
+  // Without soft targets the hard target is the only special class: no cursor.
+  auto cursor = [&] {
+    if constexpr (soft_targets)
+      return seek_target(soft, lanes, target, lane);
+    else
+      return 0;
+  }();
+  return [&rd, &k, soft, target, lanes, lse, mean, a, b, eh, sq, p_coefficient,
           cursor](index_t j) mutable {
     if (rd.r.grad == nullptr) return;
     C const x = rd.raw(j);
@@ -310,10 +318,14 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowSta
       g = (p_coefficient + eh * (z - mean)) * p;
     else
       g = p_coefficient * p;
-    if (j == cursor.next) [[unlikely]] {
-      if (cursor.at_target) g -= a;
-      g -= sq * rd.weight(j) * cursor.q;  // 0 without soft targets on j
-      cursor = seek_target(soft, lanes, target, j + lanes);
+    if constexpr (soft_targets) {
+      if (j == cursor.next) [[unlikely]] {
+        if (cursor.at_target) g -= a;
+        g -= sq * rd.weight(j) * cursor.q;  // 0 without soft targets on j
+        cursor = seek_target(soft, lanes, target, j + lanes);
+      }
+    } else {
+      if (j == target) g -= a;
     }
     if constexpr (Smoothing) g -= b * rd.weight(j);
     if (rd.capped) g *= C(1) - t * t;
@@ -330,12 +342,12 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowSta
 // With soft targets (k.soft_weight > 0) `soft` names them and soft_grad_scale scales their term
 // (dy times 1/non-ignored rows, for mean).
 // @post with r.grad set, r.grad[0, vocab) holds the scaled gradient (zeros for an ignored row)
-template <class Ctx, class L, class G, class T, class C, Integer Vocab>
+template <class Ctx, class L, class G, class T, class C, Integer Vocab, class Soft = NoSoftTargets>
 TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
                                                            RowRefs<L, G, T> const& r, Vocab vocab,
                                                            index_t target, RowConstants<C> const& k,
                                                            C ce_grad_scale, C z_grad_scale,
-                                                           SoftRow<C> const& soft = {},
+                                                           Soft soft = {},
                                                            C soft_grad_scale = C(0)) {
   if (target == k.ignore_index) {
     if (r.grad != nullptr)
@@ -348,7 +360,7 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> fused_row(Ctx const& ctx,
   C const w_t = rd.weight(target);
   C const z_t = rd.logit(target);
   RowStats<C> soft_sums;  // the soft targets' logits too
-  add_soft_sums(rd, soft, soft_sums);
+  if constexpr (has_soft_targets<Soft>) add_soft_sums(rd, soft.get(), soft_sums);
 
   // The reduction (RowOp) then the epilogue (row_gradient) in one exec row reduction with a fused
   // epilogue. A loss-only pass writes nothing (its empty loop is dropped): one reduction site for
@@ -469,11 +481,11 @@ TESSEL_HOST_DEVICE RowStats<C> combine_shard_stats(ShardRowStats<C> const* shard
 // `target` is the global class (for the ignore check), `local_target` its index in the slice or
 // -1.
 // @post with r.grad set, r.grad[0, vocab) holds this slice's scaled gradient
-template <class Ctx, class L, class G, class T, class C, Integer Vocab>
+template <class Ctx, class L, class G, class T, class C, Integer Vocab, class Soft = NoSoftTargets>
 TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> sharded_row(
     Ctx const& ctx, RowRefs<L, G, T> const& r, Vocab vocab, index_t target, index_t local_target,
     RowStats<C> const& s, C w_t, C z_t, RowConstants<C> const& k, C ce_grad_scale, C z_grad_scale,
-    SoftRow<C> const& soft = {}, C soft_grad_scale = C(0)) {
+    Soft soft = {}, C soft_grad_scale = C(0)) {
   if (target == k.ignore_index) {
     if (r.grad != nullptr)
       for (index_t j = ctx.lane(); j < vocab; j += ctx.lanes()) r.grad[j] = G(C(0));
@@ -496,12 +508,11 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> sharded_row(
 // V comes from plan.vocab_extent(), so with a static plan the row's offset and every loop bound
 // are constants. The body is copied to the device by value (pointers and scalars only). Sharded:
 // a vocabulary-parallel call's rows (V is this rank's slice; each row's statistics come from
-// shard_stats), compiled only for such calls.
-template <AnyFlcePlan Plan, class C, class G, class T, class Y, bool Sharded = false>
-struct ChunkRows {
-  using plan_type = Plan;
-  using vocab_type = decltype(Plan{}.vocab_extent());  // Int<V>, or index_t
-
+// shard_stats), compiled only for such calls. Soft: rows with soft targets (their cursor in the
+// epilogue), compiled into its own kernel, launched only for calls with soft targets.
+// What a chunk's row body reads and writes, the same for each of its kernels (ChunkRows).
+template <AnyFlcePlan Plan, class C, class G, class T, class Y>
+struct ChunkRowsArgs {
   Plan plan{};
   C const* logits = nullptr;  // (rows, V) this chunk's logits, row stride V
   G* grad = nullptr;          // (rows, V) the gradient (may equal logits); null: loss only
@@ -538,46 +549,62 @@ struct ChunkRows {
   index_t shard_stride = 0;
   index_t ranks = 1;
   index_t vocab_offset = 0;
+};
+
+template <AnyFlcePlan Plan, class C, class G, class T, class Y, bool Sharded = false,
+          bool Soft = false>
+struct ChunkRows : ChunkRowsArgs<Plan, C, G, T, Y> {
+  using plan_type = Plan;
+  using vocab_type = decltype(Plan{}.vocab_extent());  // Int<V>, or index_t
+  using args_type = ChunkRowsArgs<Plan, C, G, T, Y>;
 
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t i) const {
-    vocab_type const vocab = plan.vocab_extent();
-    index_t const row = first_row + i;
-    double const dy = grad_output_rows != nullptr
-                          ? static_cast<double>(grad_output_rows[row * grad_output_stride])
-                          : grad_output;
+    args_type const& a = *this;
+    vocab_type const vocab = a.plan.vocab_extent();
+    index_t const row = a.first_row + i;
+    double const dy = a.grad_output_rows != nullptr
+                          ? static_cast<double>(a.grad_output_rows[row * a.grad_output_stride])
+                          : a.grad_output;
     RowRefs<C, G, T> refs;
-    refs.logits = logits + i * vocab;
-    refs.grad = grad != nullptr ? grad + i * vocab : nullptr;
-    refs.bias = bias;
-    refs.bias_stride = bias_stride;
-    refs.class_weights = class_weights;
-    refs.class_weight_stride = class_weight_stride;
+    refs.logits = a.logits + i * vocab;
+    refs.grad = a.grad != nullptr ? a.grad + i * vocab : nullptr;
+    refs.bias = a.bias;
+    refs.bias_stride = a.bias_stride;
+    refs.class_weights = a.class_weights;
+    refs.class_weight_stride = a.class_weight_stride;
     // A local copy: the gradient's stores (through refs.grad) cannot alias it, so its fields stay
     // in registers across the row's loops instead of being reloaded after every store.
-    RowConstants<C> const constants = k;
-    index_t const t = target_of(target, target_stride, row, shift, constants.ignore_index);
-    C const ce_scale = static_cast<C>(dy * scales.ce), z_scale = static_cast<C>(dy * scales.z);
-    SoftRow<C> const soft_row = soft.row(row, Sharded ? vocab_offset : 0, vocab);
+    RowConstants<C> const constants = a.k;
+    index_t const t = target_of(a.target, a.target_stride, row, a.shift, constants.ignore_index);
+    C const ce_scale = static_cast<C>(dy * a.scales.ce), z_scale = static_cast<C>(dy * a.scales.z);
+    auto const soft_row = [&] {
+      if constexpr (Soft)
+        return SoftRowRef<C>{&a.soft, row};
+      else
+        return NoSoftTargets{};
+    }();
     RowLoss<C> l;
     if constexpr (!Sharded) {
       l = fused_row(ctx, refs, vocab, t, constants, ce_scale, z_scale, soft_row, z_scale);
     } else {
       C w_t, z_t;
-      RowStats<C> const s = combine_shard_stats(shard_stats + i, shard_stride, ranks, w_t, z_t);
-      l = sharded_row(ctx, refs, vocab, t, local_class(t, vocab_offset, vocab), s, w_t, z_t,
+      RowStats<C> const s =
+          combine_shard_stats(a.shard_stats + i, a.shard_stride, a.ranks, w_t, z_t);
+      l = sharded_row(ctx, refs, vocab, t, local_class(t, a.vocab_offset, vocab), s, w_t, z_t,
                       constants, ce_scale, z_scale, soft_row, z_scale);
     }
     if (ctx.lane() == 0) {
-      row_ce[row] = l.ce;
-      row_z[row] = l.z;
-      if (row_soft != nullptr) row_soft[row] = l.soft;
-      if (lse != nullptr) lse[row * lse_stride] = l.lse;
-      if (target_logprob != nullptr) target_logprob[row * target_logprob_stride] = l.target_logprob;
-      if (entropy != nullptr) entropy[row * entropy_stride] = l.entropy;
-      if (argmax != nullptr) argmax[row * argmax_stride] = l.argmax;
+      a.row_ce[row] = l.ce;
+      a.row_z[row] = l.z;
+      if (a.row_soft != nullptr) a.row_soft[row] = l.soft;
+      if (a.lse != nullptr) a.lse[row * a.lse_stride] = l.lse;
+      if (a.target_logprob != nullptr)
+        a.target_logprob[row * a.target_logprob_stride] = l.target_logprob;
+      if (a.entropy != nullptr) a.entropy[row * a.entropy_stride] = l.entropy;
+      if (a.argmax != nullptr) a.argmax[row * a.argmax_stride] = l.argmax;
       // An ignored row (argmax -1) is never a hit.
-      if (row_correct != nullptr) row_correct[row] = l.argmax >= 0 && l.argmax == t ? 1 : 0;
+      if (a.row_correct != nullptr) a.row_correct[row] = l.argmax >= 0 && l.argmax == t ? 1 : 0;
     }
   }
 };
@@ -617,7 +644,7 @@ struct ChunkShardStats {
         target_of(target, target_stride, first_row + i, shift, constants.ignore_index);
     ShardRowStats<C> const s =
         shard_row_stats(ctx, refs, vocab, t, local_class(t, vocab_offset, vocab), vocab_offset,
-                        constants, soft.row(first_row + i, vocab_offset, vocab));
+                        constants, soft.row(first_row + i));
     if (ctx.lane() == 0) out[i] = s;
   }
 };

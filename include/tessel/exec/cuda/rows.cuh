@@ -16,9 +16,12 @@ namespace tessel::exec {
 
 namespace kernels {
 
-// Rows [first_row, first_row + gridDim.x): one per block.
+// Rows [first_row, first_row + gridDim.x): one per block. The body is a __grid_constant__
+// parameter, so a body may hand out the address of a member (FLCE's soft targets) without the
+// parameter being copied to every thread's stack.
 template <int Threads, class Body>
-__global__ void __launch_bounds__(Threads) rows_kernel(Body body, index_t first_row) {
+__global__ void __launch_bounds__(Threads)
+    rows_kernel(__grid_constant__ Body const body, index_t first_row) {
   BlockContext<Threads> const ctx;
   body(ctx, first_row + static_cast<index_t>(blockIdx.x));
 }
