@@ -306,8 +306,9 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowSta
     else
       return 0;
   }();
-  return [&rd, &k, soft, target, lanes, lse, mean, a, b, eh, sq, p_coefficient,
-          cursor](index_t j) mutable {
+  // Captures by copy what the variant uses (an explicit list would name values some variants
+  // leave unused, which clang's -Wunused-lambda-capture rejects).
+  return [=, &rd, &k](index_t j) mutable {
     if (rd.r.grad == nullptr) return;
     C const x = rd.raw(j);
     C const t = rd.capped ? math::tanh(x / k.softcap) : C(0);
