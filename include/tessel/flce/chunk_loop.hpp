@@ -110,7 +110,7 @@ struct ChunkLoop {
   // without them run row_body's code (and registers) unchanged.
   using soft_row_body = ChunkRows<Plan, compute_type, gradient_type, T, Y, Sharded, true>;
   // Sharded: the pass that gives each row's share before the ranks exchange them.
-  using shard_stats_body = ChunkShardStats<Plan, compute_type, T, Y>;
+  using shard_stats_body = ChunkShardStats<Plan, compute_type, gradient_type, T, Y>;
 
   // Threads per row of the CUDA row kernel: a row of 128256 logits is ~250 elements per thread
   // per pass, and four blocks fit an SM; the body holds a few scalars per thread.
@@ -262,20 +262,9 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
     body.shard_stats = shard.gathered;
     body.ranks = sharding.communicator->size();
     body.vocab_offset = slice.offset;
-    stats = {plan,
-             logits,
-             o.bias.data,
-             o.bias.stride,
-             o.class_weights.data,
-             o.class_weights.stride,
-             y.data,
-             y.stride,
-             o.shift_sequence_length,
-             body.k,
-             slice.offset,
-             soft,
-             shard.local,
-             0};
+    // The same arguments as the rows' (the gradient unused), its own output.
+    static_cast<typename row_body::args_type&>(stats) = body;
+    stats.out = shard.local;
   }
 
   // The weight as the GEMMs read it: the caller's memory, or a widened copy made once.

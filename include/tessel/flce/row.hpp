@@ -504,14 +504,8 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> sharded_row(
   });
 }
 
-// The row body of one chunk, for exec::for_each_row: row i of the chunk is row first_row + i of
-// the batch, its logits at logits + i * V. Plan is the call's plan (StaticFlcePlan or FlcePlan):
-// V comes from plan.vocab_extent(), so with a static plan the row's offset and every loop bound
-// are constants. The body is copied to the device by value (pointers and scalars only). Sharded:
-// a vocabulary-parallel call's rows (V is this rank's slice; each row's statistics come from
-// shard_stats), compiled only for such calls. Soft: rows with soft targets (their cursor in the
-// epilogue), compiled into its own kernel, launched only for calls with soft targets.
-// What a chunk's row body reads and writes, the same for each of its kernels (ChunkRows).
+// What a chunk's row bodies read and write, the same for each of its kernels (ChunkRows,
+// ChunkShardStats).
 template <AnyFlcePlan Plan, class C, class G, class T, class Y>
 struct ChunkRowsArgs {
   Plan plan{};
@@ -550,8 +544,32 @@ struct ChunkRowsArgs {
   index_t shard_stride = 0;
   index_t ranks = 1;
   index_t vocab_offset = 0;
+
+  // Row i of the chunk: its logits and gradient, `vocab` wide (this rank's slice when sharded).
+  template <Integer Vocab>
+  TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowRefs<C, G, T> row_refs(index_t i, Vocab vocab) const {
+    RowRefs<C, G, T> r;
+    r.logits = logits + i * vocab;
+    r.grad = grad != nullptr ? grad + i * vocab : nullptr;
+    r.bias = bias;
+    r.bias_stride = bias_stride;
+    r.class_weights = class_weights;
+    r.class_weight_stride = class_weight_stride;
+    return r;
+  }
+  // Row i's target class (global), or ignore_index for an ignored or shifted-out row.
+  TESSEL_HOST_DEVICE TESSEL_FORCEINLINE index_t row_target(index_t i) const {
+    return target_of(target, target_stride, first_row + i, shift, k.ignore_index);
+  }
 };
 
+// The row body of one chunk, for exec::for_each_row: row i of the chunk is row first_row + i of
+// the batch, its logits at logits + i * V. Plan is the call's plan (StaticFlcePlan or FlcePlan):
+// V comes from plan.vocab_extent(), so with a static plan the row's offset and every loop bound
+// are constants. The body is copied to the device by value (pointers and scalars only). Sharded:
+// a vocabulary-parallel call's rows (V is this rank's slice; each row's statistics come from
+// shard_stats), compiled only for such calls. Soft: rows with soft targets (their cursor in the
+// epilogue), compiled into its own kernel, launched only for calls with soft targets.
 template <AnyFlcePlan Plan, class C, class G, class T, class Y, bool Sharded = false,
           bool Soft = false>
 struct ChunkRows : ChunkRowsArgs<Plan, C, G, T, Y> {
@@ -567,17 +585,11 @@ struct ChunkRows : ChunkRowsArgs<Plan, C, G, T, Y> {
     double const dy = a.grad_output_rows != nullptr
                           ? static_cast<double>(a.grad_output_rows[row * a.grad_output_stride])
                           : a.grad_output;
-    RowRefs<C, G, T> refs;
-    refs.logits = a.logits + i * vocab;
-    refs.grad = a.grad != nullptr ? a.grad + i * vocab : nullptr;
-    refs.bias = a.bias;
-    refs.bias_stride = a.bias_stride;
-    refs.class_weights = a.class_weights;
-    refs.class_weight_stride = a.class_weight_stride;
+    RowRefs<C, G, T> const refs = a.row_refs(i, vocab);
     // A local copy: the gradient's stores (through refs.grad) cannot alias it, so its fields stay
     // in registers across the row's loops instead of being reloaded after every store.
     RowConstants<C> const constants = a.k;
-    index_t const t = target_of(a.target, a.target_stride, row, a.shift, constants.ignore_index);
+    index_t const t = a.row_target(i);
     C const ce_scale = static_cast<C>(dy * a.scales.ce), z_scale = static_cast<C>(dy * a.scales.z);
     auto const soft_row = [&] {
       if constexpr (Soft)
@@ -610,42 +622,27 @@ struct ChunkRows : ChunkRowsArgs<Plan, C, G, T, Y> {
   }
 };
 
-// The phase before the rows of a vocabulary-parallel chunk (ChunkRows with shard_stats): each
-// row's share over this rank's slice of the classes, into out[i].
-template <AnyFlcePlan Plan, class C, class T, class Y>
-struct ChunkShardStats {
+// The phase before the rows of a vocabulary-parallel chunk (ChunkRows with shard_stats), over
+// the same arguments: each row's share over this rank's slice of the classes, into out[i]. It
+// reads the logits only (no gradient is written).
+template <AnyFlcePlan Plan, class C, class G, class T, class Y>
+struct ChunkShardStats : ChunkRowsArgs<Plan, C, G, T, Y> {
   using vocab_type = decltype(Plan{}.vocab_extent());  // the slice's width
+  using args_type = ChunkRowsArgs<Plan, C, G, T, Y>;
 
-  Plan plan{};
-  C const* logits = nullptr;  // (rows, slice) this chunk's logits
-  T const* bias = nullptr;    // the slice's
-  index_t bias_stride = 1;
-  T const* class_weights = nullptr;  // the slice's
-  index_t class_weight_stride = 1;
-  Y const* target = nullptr;  // (BT) global classes
-  index_t target_stride = 1;
-  index_t shift = 0;
-  RowConstants<C> k{};
-  index_t vocab_offset = 0;
-  SoftTargets<C> soft{};
   ShardRowStats<C>* out = nullptr;  // (rows)
-  index_t first_row = 0;
 
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t i) const {
-    vocab_type const vocab = plan.vocab_extent();
-    RowRefs<C, C, T> refs;
-    refs.logits = logits + i * vocab;
-    refs.bias = bias;
-    refs.bias_stride = bias_stride;
-    refs.class_weights = class_weights;
-    refs.class_weight_stride = class_weight_stride;
-    RowConstants<C> const constants = k;
-    index_t const t =
-        target_of(target, target_stride, first_row + i, shift, constants.ignore_index);
+    args_type const& a = *this;
+    vocab_type const vocab = a.plan.vocab_extent();
+    RowRefs<C, G, T> refs = a.row_refs(i, vocab);
+    refs.grad = nullptr;
+    RowConstants<C> const constants = a.k;
+    index_t const t = a.row_target(i);
     ShardRowStats<C> const s =
-        shard_row_stats(ctx, refs, vocab, t, local_class(t, vocab_offset, vocab), vocab_offset,
-                        constants, soft.row(first_row + i));
+        shard_row_stats(ctx, refs, vocab, t, local_class(t, a.vocab_offset, vocab), a.vocab_offset,
+                        constants, a.soft.row(a.first_row + i));
     if (ctx.lane() == 0) out[i] = s;
   }
 };
