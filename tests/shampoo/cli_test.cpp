@@ -220,6 +220,47 @@ TEST(ShampooCli, SeveralParametersEveryOptionAndAResumedRunMatchTheLibrary) {
   EXPECT_TRUE(load_state(dir / "end.safetensors") == opt.state_dict());
 }
 
+TEST(ShampooCli, EigendecomposedKlShampooMatchesTheLibrary) {
+  // --preconditioner eigendecomposed --kl-shampoo on a 2-D block (two modes, so KL's factor inputs
+  // differ from the gradient): three steps with an amortized one in between, bit for bit the
+  // library's, and the state with the eigendecomposition's keys.
+  REQUIRE_CLI();
+  TempDir dir;
+  std::mt19937 rng(9);
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::vector<double> w(12), g(3 * 12);
+  for (auto* v : {&w, &g})
+    for (auto& x : *v) x = n(rng);
+  std::array<std::int64_t, 2> ws{4, 3};
+  std::array<std::int64_t, 3> gs{3, 4, 3};
+  write_npy(dir / "W.npy", std::span<std::int64_t const>(ws), w);
+  write_npy(dir / "G.npy", std::span<std::int64_t const>(gs), g);
+  auto path = [&](char const* name) { return (dir / name).string(); };
+  auto r = run_cli(dir, "shampoo run --param " + path("W.npy") + " --grads " + path("G.npy") +
+                            " --out " + path("F.npy") + " --save-state " + path("s.safetensors") +
+                            " --preconditioner eigendecomposed --kl-shampoo --beta2 0.9"
+                            " --epsilon 1e-4 --precondition-frequency 2 --factor-dtype f64"
+                            " --target-dims 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  Options o;
+  o.preconditioner = PreconditionerType::eigendecomposed;
+  o.kl_shampoo = true;
+  o.beta2 = 0.9;
+  o.epsilon = 1e-4;
+  o.precondition_frequency = 2;
+  o.factor_matrix_dtype = DType::f64;
+  Shampoo<double> opt(make_plan(PlanOptions<index_t, index_t>{1024, 2, 1},
+                                std::vector<std::vector<index_t>>{{4, 3}}),
+                      o);
+  for (int t = 0; t < 3; ++t)
+    opt.step({std::span<double>(w)}, {std::span<double const>(g.data() + 12 * t, 12)});
+  EXPECT_EQ(read_npy(dir / "F.npy").as<double>(), w);
+  StateDict const state = load_state(dir / "s.safetensors");
+  EXPECT_TRUE(state == opt.state_dict());
+  EXPECT_TRUE(state.contains({"0", "block_0", "shampoo", "factor_matrices_eigenvalues", "1"}));
+}
+
 TEST(ShampooCli, OptionsWithoutEffectAreWarnedAndStillRun) {
   REQUIRE_CLI();
   TempDir dir;
@@ -276,8 +317,8 @@ TEST(ShampooCli, SeveralParameterAndOverrideErrors) {
             "ORDER=EXPONENT, or ORDER:DIM=EXPONENT items with distinct dimensions.\n");
   r = run_cli(dir, one + " --preconditioner muon");
   EXPECT_EQ(r.err,
-            "tessel: --preconditioner must be shampoo, spectral-descent, sign-descent or "
-            "eigenvalue-corrected, got \"muon\".\n");
+            "tessel: --preconditioner must be shampoo, eigendecomposed, spectral-descent, "
+            "sign-descent or eigenvalue-corrected, got \"muon\".\n");
   r = run_cli(dir, one + " --newton-schulz-coefficients 3,-3.2");
   EXPECT_EQ(r.err,
             "tessel: --newton-schulz-coefficients \"3,-3.2\" has 2 numbers; give three: a,b,c.\n");

@@ -1,7 +1,9 @@
 // The Shampoo step against the float64 reference (reference.hpp) for 0-D, 1-D, 2-D and 3-D
 // parameters across the options: beta2 = 1 and < 1, bias correction on and off, large and tiny
 // epsilon, every grafting kind, exponent overrides, amortization and the grafting warm-up,
-// momentum, Nesterov, both weight decays, beta3, and float parameters.
+// momentum, Nesterov, both weight decays, beta3, and float parameters; eigendecomposed Shampoo
+// (the same direction from a cached eigendecomposition) and KL-Shampoo (factors from the gradient
+// preconditioned along the other modes) against the same reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,6 +44,7 @@ Options to_options(ReferenceOptions const& r) {
   o.grafting = {kinds[r.grafting], r.graft_beta2, r.graft_eps};
   for (auto const& [order, dims] : r.exponent) o.inverse_exponent_override[order] = dims;
   o.factor_matrix_dtype = DType::f64;
+  o.kl_shampoo = r.kl;
   return o;
 }
 
@@ -65,7 +68,8 @@ std::vector<double> random_values(std::mt19937& rng, long n, double scale) {
 template <class T>
 double run_against_reference(ReferenceOptions const& r, int steps = 6,
                              std::vector<std::vector<long>> const& s = shapes,
-                             DType factor_dtype = DType::f64) {
+                             DType factor_dtype = DType::f64,
+                             PreconditionerType type = PreconditionerType::shampoo) {
   std::mt19937 rng(1234);
   std::vector<std::vector<double>> ref_params;
   for (auto const& shape : s)
@@ -74,6 +78,7 @@ double run_against_reference(ReferenceOptions const& r, int steps = 6,
   for (auto const& p : ref_params) params.emplace_back(p.begin(), p.end());
   Options o = to_options(r);
   o.factor_matrix_dtype = factor_dtype;
+  o.preconditioner = type;
   Shampoo<T> opt(plan_for(r, s), o);
   ReferenceShampoo ref(s, r);
   for (int t = 0; t < steps; ++t) {
@@ -251,6 +256,57 @@ TEST(ShampooStep, OneDBlockIsFullMatrixAdaGrad) {
   for (int i = 0; i < 3; ++i)
     EXPECT_NEAR(w[static_cast<std::size_t>(i)], -g[static_cast<std::size_t>(i)] / std::sqrt(25.001),
                 1e-12);
+}
+
+// Eigendecomposed Shampoo forms the same inverse roots from its cached eigendecomposition on every
+// step: the reference's step, across amortization, grafting and overrides.
+TEST(ShampooStep, EigendecomposedFollowsTheReference) {
+  auto const eig = PreconditionerType::eigendecomposed;
+  ReferenceOptions r;
+  EXPECT_LT(run_against_reference<double>(r, 6, shapes, DType::f64, eig), 1e-9);
+  r.beta2 = 0.95;
+  r.frequency = 2;
+  r.grafting = 4;
+  r.graft_beta2 = 0.999;
+  r.exponent[3] = {{1, 0.5}};
+  // An epsilon that carries the rank-deficient factors of the first steps: with 1e-12 their null
+  // space's eigenvalues differ by rounding, and so does the basis each eigensolver call picks.
+  r.epsilon = 1e-6;
+  EXPECT_LT(run_against_reference<double>(r, 7, shapes, DType::f64, eig), 1e-9);
+  EXPECT_LT(run_against_reference<float>(r, 5, shapes, DType::f32, eig), 2e-4);
+}
+
+// KL-Shampoo with cached inverse roots and with a cached eigendecomposition: 2-D and 3-D blocks
+// take the other modes' roots (identity until the first amortized step), a 1-D block its gradient.
+TEST(ShampooStep, KlShampooFollowsTheReference) {
+  for (auto type : {PreconditionerType::shampoo, PreconditionerType::eigendecomposed}) {
+    ReferenceOptions r;
+    r.kl = true;
+    r.beta2 = 0.95;
+    r.epsilon = 1e-6;
+    EXPECT_LT(run_against_reference<double>(r, 6, shapes, DType::f64, type), 1e-9)
+        << preconditioner_name(type);
+    r.frequency = 2;
+    r.start = 4;
+    r.grafting = 2;
+    r.exponent[3] = {{0, 0.0}};  // 3-D blocks: dim 0 not preconditioned, the others see dim 1/2
+    EXPECT_LT(run_against_reference<double>(r, 7, shapes, DType::f64, type), 1e-9)
+        << preconditioner_name(type);
+  }
+  // KL changes the step: the same run without it ends elsewhere.
+  ReferenceOptions kl, plain;
+  kl.kl = true;
+  kl.beta2 = plain.beta2 = 0.95;
+  std::vector<std::vector<long>> const one = {{4, 3}};
+  std::mt19937 rng(7);
+  std::vector<double> w1 = random_values(rng, 12, 1.0), w2 = w1;
+  Shampoo<double> a(plan_for(kl, one), to_options(kl)), b(plan_for(plain, one), to_options(plain));
+  for (int t = 0; t < 3; ++t) {
+    std::vector<double> const g = random_values(rng, 12, 0.5);
+    a.step({std::span<double>(w1)}, {std::span<double const>(g)});
+    b.step({std::span<double>(w2)}, {std::span<double const>(g)});
+  }
+  EXPECT_NE(w1, w2);
 }
 
 }  // namespace

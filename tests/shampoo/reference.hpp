@@ -30,6 +30,9 @@ struct ReferenceOptions {
   std::map<long, std::map<long, double>> exponent;
   long max_dim = 4;      // small, so that the test shapes keep several modes and blocks
   long target_dims = 1;  // 0: keep the shape as it is
+  // KL-Shampoo: factor k accumulates the gradient multiplied along every other preconditioned
+  // mode by that mode's inverse root from before the step.
+  bool kl = false;
 };
 
 // Row-major multi-index helpers.
@@ -53,6 +56,24 @@ inline long numel(std::vector<long> const& shape) {
 }
 
 using Mat = Eigen::MatrixXd;
+
+// Y[idx] = sum_a X[idx with mode k = a] M(a, idx_k): X multiplied along mode k by M.
+inline std::vector<double> mode_multiply(std::vector<double> const& X,
+                                         std::vector<long> const& shape, std::size_t k,
+                                         Mat const& M) {
+  std::vector<double> Y(X.size(), 0.0);
+  for (long e = 0; e < numel(shape); ++e) {
+    auto idx = unravel(e, shape);
+    long const j = idx[k];
+    double s = 0.0;
+    for (long a = 0; a < shape[k]; ++a) {
+      idx[k] = a;
+      s += X[static_cast<std::size_t>(ravel(idx, shape))] * M(a, j);
+    }
+    Y[static_cast<std::size_t>(e)] = s;
+  }
+  return Y;
+}
 
 struct RefBlock {
   long param = 0;
@@ -139,18 +160,26 @@ class ReferenceShampoo {
             Graw[static_cast<std::size_t>(where[static_cast<std::size_t>(e)])] +
             (o_.l2 ? o_.weight_decay * Wb[static_cast<std::size_t>(e)] : 0.0);
       }
-      // Factors: F_k[a][c] += w * sum over the other indices of G[..a..] G[..c..].
+      // What factor k takes: G, or with KL G multiplied along the other preconditioned modes.
+      std::vector<std::vector<double>> input(b.shape.size(), G);
+      if (o_.kl)
+        for (std::size_t k = 0; k < b.shape.size(); ++k)
+          for (std::size_t i = 0; i < b.shape.size(); ++i)
+            if (i != k && b.root[i] != 0.0)
+              input[k] = mode_multiply(input[k], b.shape, i, b.inverse[i]);
+      // Factors: F_k[a][c] += w * sum over the other indices of H[..a..] H[..c..], H = input[k].
       for (std::size_t k = 0; k < b.shape.size(); ++k) {
         if (b.root[k] == 0.0) continue;
         Mat& F = b.factor[k];
         F *= o_.beta2;
+        std::vector<double> const& H = input[k];
         for (long e = 0; e < n; ++e) {
           auto idx = unravel(e, b.shape);
           long const a = idx[k];
           for (long c = 0; c < b.shape[k]; ++c) {
             idx[k] = c;
-            F(a, c) += w * G[static_cast<std::size_t>(e)] *
-                       G[static_cast<std::size_t>(ravel(idx, b.shape))];
+            F(a, c) += w * H[static_cast<std::size_t>(e)] *
+                       H[static_cast<std::size_t>(ravel(idx, b.shape))];
           }
         }
         if (amortized) {
@@ -200,21 +229,8 @@ class ReferenceShampoo {
       if (graft_only) {
         P = D;
       } else {
-        for (std::size_t k = 0; k < b.shape.size(); ++k) {
-          if (b.root[k] == 0.0) continue;
-          std::vector<double> Y(static_cast<std::size_t>(n), 0.0);
-          for (long e = 0; e < n; ++e) {
-            auto idx = unravel(e, b.shape);
-            long const j = idx[k];
-            double s = 0.0;
-            for (long a = 0; a < b.shape[k]; ++a) {
-              idx[k] = a;
-              s += P[static_cast<std::size_t>(ravel(idx, b.shape))] * b.inverse[k](a, j);
-            }
-            Y[static_cast<std::size_t>(e)] = s;
-          }
-          P = Y;
-        }
+        for (std::size_t k = 0; k < b.shape.size(); ++k)
+          if (b.root[k] != 0.0) P = mode_multiply(P, b.shape, k, b.inverse[k]);
         if (o_.grafting != 0) {
           double pn = 0.0, dn = 0.0;
           for (long e = 0; e < n; ++e) {

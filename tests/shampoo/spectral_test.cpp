@@ -5,10 +5,12 @@
 // uses), convergence to an orthogonal factor with convergent coefficients, grafting, the state
 // they keep (no factors), and their errors and warnings. SOAP against a float64 reference with
 // Eigen's eigensolver: factors, their eigenvectors, the rotated second moment, the step.
+// Eigendecomposed Shampoo's state (its step is in optimizer_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <span>
 #include <string>
@@ -300,6 +302,101 @@ TEST(EigenvalueCorrected, StepsFollowTheRotatedSecondMomentAndTheStateRoundTrips
             std::vector<std::string>{"inverse_exponent_override, use_trace_scaling have no effect "
                                      "with eigenvalue-corrected Shampoo, which computes "
                                      "eigenvectors, not roots."});
+}
+
+// Eigendecomposed Shampoo's state: the eigenvectors and eigenvalues of F / bc2 + epsilon I (the
+// identity and ones before the first amortized step) under Distributed Shampoo's keys, resumed
+// bit for bit; its settings' warnings and the pseudo-inverse whatever the root method says.
+TEST(Eigendecomposed, TheStateIsTheFactorsEigendecompositionAndRoundTrips) {
+  using M = Eigen::MatrixXd;
+  index_t const rows = 4, cols = 3;
+  Options o;
+  o.preconditioner = PreconditionerType::eigendecomposed;
+  o.beta2 = 0.9;
+  o.epsilon = 1e-3;
+  o.precondition_frequency = 2;
+  o.factor_matrix_dtype = DType::f64;
+  Shampoo<double> opt(plan_for({{rows, cols}}), o);
+  StateDict const fresh = opt.state_dict();
+  StateKey const values{"0", "block_0", "shampoo", "factor_matrices_eigenvalues", "0"};
+  StateKey const vectors{"0", "block_0", "shampoo", "factor_matrices_eigenvectors", "1"};
+  ASSERT_TRUE(fresh.contains(values));
+  ASSERT_TRUE(fresh.contains(vectors));
+  EXPECT_FALSE(fresh.contains({"0", "block_0", "shampoo", "inv_factor_matrices", "0"}));
+  EXPECT_EQ(fresh.at(values).shape, std::vector<index_t>{rows});
+  EXPECT_EQ(fresh.at(vectors).shape, (std::vector<index_t>{cols, cols}));
+  auto const doubles = [](StateTensor const& t) {
+    std::vector<double> v(t.data.size() / sizeof(double));
+    std::memcpy(v.data(), t.data.data(), t.data.size());
+    return v;
+  };
+  EXPECT_EQ(doubles(fresh.at(values)), std::vector<double>(static_cast<std::size_t>(rows), 1.0));
+  auto const n = static_cast<std::size_t>(rows * cols);
+  std::vector<double> w = random_values(n, 5);
+  M l = M::Zero(rows, rows);
+  StateDict mid;
+  std::vector<double> w_mid;
+  for (unsigned t = 1; t <= 4; ++t) {
+    std::vector<double> const g = random_values(n, 40 + t);
+    opt.step({std::span<double>(w)}, {std::span<double const>(g)});
+    M const gm =
+        Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const>(g.data(), rows, cols);
+    l = 0.9 * l + 0.1 * gm * gm.transpose();
+    if (t == 2 || t == 4) {  // amortized: eig(L / bc2 + epsilon I), ascending
+      M const a = l / (1.0 - std::pow(0.9, t)) + 1e-3 * M::Identity(rows, rows);
+      Eigen::SelfAdjointEigenSolver<M> const es(a);
+      StateDict const now = opt.state_dict();
+      std::vector<double> const lambda = doubles(now.at(values));
+      std::vector<double> const q =
+          doubles(now.at({"0", "block_0", "shampoo", "factor_matrices_eigenvectors", "0"}));
+      for (index_t i = 0; i < rows; ++i) {
+        EXPECT_NEAR(lambda[static_cast<std::size_t>(i)], es.eigenvalues()(i), 1e-12) << t;
+        // Each eigenvector up to its sign: |q_i . e_i| = 1.
+        double dot = 0.0;
+        for (index_t k = 0; k < rows; ++k)
+          dot += q[static_cast<std::size_t>(k * rows + i)] * es.eigenvectors()(k, i);
+        EXPECT_NEAR(std::abs(dot), 1.0, 1e-9) << t << " eigenvector " << i;
+      }
+    }
+    if (t == 2) {
+      mid = opt.state_dict();
+      w_mid = w;
+    }
+  }
+  Shampoo<double> resumed(plan_for({{rows, cols}}), o);
+  resumed.load_state_dict(mid);
+  for (unsigned t = 3; t <= 4; ++t) {
+    std::vector<double> const g = random_values(n, 40 + t);
+    resumed.step({std::span<double>(w_mid)}, {std::span<double const>(g)});
+  }
+  EXPECT_EQ(w_mid, w);
+  // A shampoo state has other keys: loading it names the first one missing.
+  Options plain = o;
+  plain.preconditioner = PreconditionerType::shampoo;
+  Shampoo<double> other(plan_for({{rows, cols}}), plain);
+  EXPECT_NE(error_of([&] { other.load_state_dict(mid); }).find("inv_factor_matrices"),
+            std::string::npos);
+
+  Options warned = o;
+  warned.root.method = RootMethod::coupled_newton;
+  warned.root.eigen.rank_atol = 0.5;
+  EXPECT_EQ(ignored_options(warned),
+            (std::vector<std::string>{
+                "the root method coupled Newton and its settings have no effect with "
+                "eigendecomposed Shampoo, which decomposes the factors.",
+                "rank_atol 0.5 and rank_rtol 0 have no effect without the pseudo-inverse."}));
+  Options pinv = warned;
+  pinv.root.eigen.pseudo_inverse = true;
+  pinv.root.eigen.rank_atol = 0.0;
+  EXPECT_NE(error_of([&] { validate(pinv); }).find("epsilon must be 0"), std::string::npos);
+  pinv.epsilon = 0.0;
+  EXPECT_EQ(error_of([&] { validate(pinv); }), "no error");
+  Options kl;
+  kl.preconditioner = PreconditionerType::eigenvalue_corrected;
+  kl.kl_shampoo = true;
+  EXPECT_EQ(ignored_options(kl),
+            std::vector<std::string>{"kl_shampoo has no effect with eigenvalue-corrected Shampoo "
+                                     "(shampoo and eigendecomposed Shampoo use it)."});
 }
 
 }  // namespace

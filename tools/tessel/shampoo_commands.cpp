@@ -239,7 +239,7 @@ struct RunOptions {
   std::string newton_iterations = "100", newton_tolerance = "1e-06";
   std::string tolerated_failures = "3";
   std::string preconditioner = "shampoo";
-  bool drop_weighting = false, grafting_drop = false, trace_scaling = false;
+  bool drop_weighting = false, grafting_drop = false, trace_scaling = false, kl = false;
   std::string trace_exponent = "0.5";
   std::string ns_iterations = "5", ns_coefficients = "3.4445,-4.775,2.0315";
 };
@@ -338,11 +338,14 @@ shampoo::Options to_options(RunOptions const& r) {
     o.preconditioner = shampoo::PreconditionerType::sign_descent;
   else if (r.preconditioner == "eigenvalue-corrected")
     o.preconditioner = shampoo::PreconditionerType::eigenvalue_corrected;
+  else if (r.preconditioner == "eigendecomposed")
+    o.preconditioner = shampoo::PreconditionerType::eigendecomposed;
   else
     detail::throw_error(detail::sentence(
-        "--preconditioner must be shampoo, spectral-descent, sign-descent or "
+        "--preconditioner must be shampoo, eigendecomposed, spectral-descent, sign-descent or "
         "eigenvalue-corrected, got \"",
         r.preconditioner, "\"."));
+  o.kl_shampoo = r.kl;
   o.newton_schulz.num_iterations = parse_integer(r.ns_iterations, "--newton-schulz-iterations");
   std::vector<double> abc;
   for (std::size_t start = 0; start <= r.ns_coefficients.size();) {
@@ -581,8 +584,12 @@ void add_shampoo_commands(CLI::App& app) {
       ->capture_default_str();
   run_cmd
       ->add_option("--preconditioner", run->preconditioner,
-                   "shampoo, spectral-descent (Muon), sign-descent or eigenvalue-corrected (SOAP)")
+                   "shampoo, eigendecomposed, spectral-descent (Muon), sign-descent or "
+                   "eigenvalue-corrected (SOAP)")
       ->capture_default_str();
+  run_cmd->add_flag("--kl-shampoo", run->kl,
+                    "KL-Shampoo: each factor accumulates the gradient preconditioned along the "
+                    "other modes (shampoo, eigendecomposed)");
   run_cmd->add_option("--newton-schulz-iterations", run->ns_iterations)->capture_default_str();
   run_cmd->add_flag("--drop-weighting-factor-on-gsquare", run->drop_weighting,
                     "Factors gain G G^T, not (1 - beta2) G G^T, and no bias correction");

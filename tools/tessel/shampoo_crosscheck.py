@@ -40,6 +40,13 @@ def cases():
         args.update(kw)
         return args
 
+    def eigendecomposed(m, kl=False, **kw):
+        config = (m.EigendecomposedKLShampooPreconditionerConfig if kl
+                  else m.EigendecomposedShampooPreconditionerConfig)
+        return config(factor_matrix_dtype=torch.float64,
+                      factor_matrix_eigenvectors_dtype=torch.float64,
+                      factor_matrix_eigenvalues_dtype=torch.float64, **kw)
+
     def spectral(m, **kw):
         return meta_defaults(
             m, preconditioner_config=m.SpectralDescentPreconditionerConfig(),
@@ -106,6 +113,32 @@ def cases():
                  factor_matrix_dtype=torch.float64,
                  factor_matrix_eigenvectors_dtype=torch.float64,
                  corrected_eigenvalues_dtype=torch.float64)), 1.0),
+        ("eigendecomposed", [(6, 5), (4,)], 4,
+         ["--preconditioner", "eigendecomposed", "--factor-dtype", "f64", "--beta2", "0.95",
+          "--epsilon", "1e-8"],
+         lambda m: meta_defaults(m, epsilon=1e-8, betas=(0.9, 0.95),
+                                 preconditioner_config=eigendecomposed(m)), 1.0),
+        ("eigendecomposed_every_2_trace", [(5, 3, 2)], 5,
+         ["--preconditioner", "eigendecomposed", "--factor-dtype", "f64",
+          "--precondition-frequency", "2", "--beta2", "0.99", "--max-preconditioner-dim", "4",
+          "--use-trace-scaling", "--epsilon", "1e-6"],
+         lambda m: meta_defaults(m, betas=(0.9, 0.99), precondition_frequency=2,
+                                 max_preconditioner_dim=4, epsilon=1e-6,
+                                 preconditioner_config=eigendecomposed(m, use_trace_scaling=True)),
+         1.0),
+        ("kl_shampoo", [(6, 5), (3, 4, 2), (4,)], 4,
+         ["--kl-shampoo", "--beta2", "0.95", "--epsilon", "1e-6"],
+         lambda m: meta_defaults(m, epsilon=1e-6, betas=(0.9, 0.95),
+                                 preconditioner_config=m.RootInvKLShampooPreconditionerConfig(
+                                     factor_matrix_dtype=torch.float64,
+                                     inv_factor_matrix_dtype=torch.float64)), 1.0),
+        ("kl_eigendecomposed_every_2", [(6, 5), (3, 4, 2)], 5,
+         ["--kl-shampoo", "--preconditioner", "eigendecomposed", "--factor-dtype", "f64",
+          "--beta2", "0.95", "--epsilon", "1e-6", "--precondition-frequency", "2",
+          "--max-preconditioner-dim", "4"],
+         lambda m: meta_defaults(m, epsilon=1e-6, betas=(0.9, 0.95), precondition_frequency=2,
+                                 max_preconditioner_dim=4,
+                                 preconditioner_config=eigendecomposed(m, kl=True)), 1.0),
         ("spectral_descent", [(6, 4), (3, 8)], 4,
          ["--preconditioner", "spectral-descent", "--target-dims", "2"],
          lambda m: spectral(m), 1.0),

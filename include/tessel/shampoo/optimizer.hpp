@@ -4,7 +4,10 @@
 // step from the raw gradient (F_k <- beta2 F_k + w G x_k G), and its inverse root, recomputed on
 // amortized steps from F_k / bias_correction2 + epsilon I. The filtered gradient (beta1 EMA,
 // bias-corrected) is preconditioned mode by mode, optionally rescaled to a grafted diagonal
-// method's norm, decayed, given momentum and applied.
+// method's norm, decayed, given momentum and applied. Options::preconditioner chooses the
+// direction (Shampoo; eigendecomposed Shampoo, which caches each factor's eigendecomposition and
+// forms the root every step; SOAP; spectral and sign descent), Options::kl_shampoo KL-Shampoo's
+// factor update (F_k from G preconditioned along the other modes).
 //
 // One step, every backend: the state lives in tensors of the executor's memory (exec::Memory<X>,
 // exec/memory.hpp), the elementwise stages are tessel expressions assigned through the executor
@@ -388,13 +391,15 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       assign(flat(grad_flags_.data() + p, 1), sum(g * T(0), keep), executor_);
     }
     gather_segments(params, grads, s);
-    // Row norms of every mode (scratch per mode, for the tight bounds below), max_i r_i per slot.
+    for (auto& g : groups_) kl_gradients(g);
+    // Row norms of what every mode's factor accumulates (scratch per mode, for the tight bounds
+    // below), max_i r_i per slot.
     for (auto& g : groups_) {
       if (g.numel == 0) continue;
       double* norms = g.row_norms.data();
       for (std::size_t j = 0; j < g.modes.size(); ++j) {
         auto const& m = g.modes[j];
-        stages::row_norm_inputs(executor_, g.grad.data(), g.count, g.shape, m.dim, norms,
+        stages::row_norm_inputs(executor_, factor_input(g, j), g.count, g.shape, m.dim, norms,
                                 g.per_slot.data() + (2 * j + 1) * g.count);
         norms += g.count * m.d;
       }
@@ -564,9 +569,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                    executor_);
         });
       }
+      stages::accumulate_factor(executor_, f, factor_input(g, values.size()), g.count, g.shape,
+                                m.dim, s.beta2, s.weight);
       values.push_back(f);
-      stages::accumulate_factor(executor_, f, g.grad.data(), g.count, g.shape, m.dim, s.beta2,
-                                s.weight);
     }
     index_t const n = g.count * g.numel;
     if (keeps_grafting_state(options_.grafting.type))
@@ -589,6 +594,52 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     }
   }
 
+  using Scratch = decltype(B::template scratch<T>(std::declval<X const&>(), 0));
+
+  // What factor j of group g accumulates: the gradient, or KL-Shampoo's (kl_gradients).
+  T const* factor_input(Group const& g, std::size_t j) const {
+    if (!g.kl.data()) return g.grad.data();
+    return g.kl.data() + static_cast<index_t>(j) * g.count * g.numel;
+  }
+
+  // The current inverse root of mode j of group g: Shampoo's cached one, or eigendecomposed
+  // Shampoo's formed from its cached eigendecomposition in a scratch buffer that `keep` holds.
+  T const* inverse_root_of(Group const& g, std::size_t j, std::vector<Scratch>& keep) const {
+    auto const& m = g.modes[j];
+    if (options_.preconditioner != PreconditionerType::eigendecomposed)
+      return m.inverse_roots.data();
+    auto const layout = detail::matrices_layout(g.count, m.d);
+    keep.push_back(B::template scratch<T>(executor_, g.count * m.d * m.d));
+    eigendecomposed_inverse_roots<T>(
+        executor_, B::view(static_cast<T const*>(m.inverse_roots.data()), layout),
+        static_cast<T const*>(m.eigenvalues.data()), g.count, m.d, m.root, options_.epsilon,
+        options_.root.eigen, B::view(keep.back().data(), layout));
+    return keep.back().data();
+  }
+
+  // KL-Shampoo: factor k accumulates G x_{i != k} R_i, the gradient preconditioned along the
+  // other modes by their current inverse roots (before this step's amortized computation), into
+  // g.kl (allocated for blocks of two or more preconditioned modes; one mode takes G itself).
+  void kl_gradients(Group& g) {
+    if (!g.kl.data() || g.count == 0 || g.numel == 0) return;
+    index_t const n = g.count * g.numel;
+    std::vector<Scratch> keep;
+    std::vector<T const*> roots;
+    for (std::size_t j = 0; j < g.modes.size(); ++j) roots.push_back(inverse_root_of(g, j, keep));
+    T* buffers[2] = {g.search.data(), g.spare.data()};
+    for (std::size_t k = 0; k < g.modes.size(); ++k) {
+      T const* cur = g.grad.data();
+      std::size_t used = 0;
+      for (std::size_t j = 0; j < g.modes.size(); ++j) {
+        if (j == k) continue;
+        T* next = buffers[used++ % 2];
+        stages::mode_product(executor_, cur, next, roots[j], g.count, g.shape, g.modes[j].dim);
+        cur = next;
+      }
+      assign(flat(g.kl.data() + static_cast<index_t>(k) * n, n), flat(cur, n), executor_);
+    }
+  }
+
   // Eigenvalue-corrected Shampoo: the raw gradient rotated into the eigenvectors' basis,
   // G' = G x_1 Q_1 ... x_n Q_n, and V <- beta2 V + w G'^2 per element.
   void accumulate_corrected_eigenvalues(Group& g, StepScalars<T> const& s) {
@@ -597,8 +648,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     T* buffers[2] = {g.search.data(), g.spare.data()};
     for (std::size_t j = 0; j < g.modes.size(); ++j) {
       T* next = buffers[j % 2];
-      stages::mode_product(executor_, cur, next, g.modes[j].inverse_roots.data(), g.count,
-                           g.shape, g.modes[j].dim);
+      stages::mode_product(executor_, cur, next, g.modes[j].inverse_roots.data(), g.count, g.shape,
+                           g.modes[j].dim);
       cur = next;
     }
     auto const v = flat(g.corrected.data(), n);
@@ -606,9 +657,12 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     assign(v, s.beta2 * v + s.weight * r * r, executor_);
   }
 
-  // The inverse roots of every mode of the group from F / bias_correction2, committed slot by
-  // slot where they succeeded; errors and failure counts per slot as one block would have them.
+  // The inverse roots of every mode of the group from F / bias_correction2 (eigenvalue-corrected
+  // Shampoo: the eigenvectors; eigendecomposed: the eigenvectors and eigenvalues), committed slot
+  // by slot where they succeeded; errors and failure counts per slot as one block would have them.
   void amortize(Group& g, std::vector<T*> const& factors, StepScalars<T> const& s) {
+    bool const eigendecomposed = options_.preconditioner == PreconditionerType::eigendecomposed;
+    char const* const computed = eigendecomposed ? "eigendecomposition" : "inverse root";
     std::vector<char> failed(static_cast<std::size_t>(g.count), 0);
     std::vector<RootStatus> last(static_cast<std::size_t>(g.count), RootStatus::ok);
     std::vector<RootResult> results(static_cast<std::size_t>(g.count));
@@ -617,10 +671,19 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       auto const layout = detail::matrices_layout(g.count, m.d);
       auto const in = cast<double>(B::view(factors[j], layout)) / s.bias_correction2;
       auto out = B::template scratch<T>(executor_, g.count * m.d * m.d);
+      auto out_eigenvalues = B::template scratch<T>(executor_, eigendecomposed ? g.count * m.d : 0);
+      auto const compute = [&](auto const& input) {
+        if (eigendecomposed)
+          factor_eigendecomposition<T>(executor_, input, B::view(out.data(), layout),
+                                       out_eigenvalues.data(), g.count, m.d, options_.epsilon,
+                                       options_.root.eigen, std::span<RootResult>(results));
+        else
+          inverse_roots<T>(executor_, input, B::view(out.data(), layout), g.count, m.d, m.root,
+                           options_.epsilon, options_.root, std::span<RootResult>(results));
+      };
       if (options_.preconditioner == PreconditionerType::eigenvalue_corrected) {
-        factor_eigenvectors<T>(executor_, B::view(factors[j], layout),
-                               B::view(out.data(), layout), g.count, m.d,
-                               std::span<RootResult>(results));
+        factor_eigenvectors<T>(executor_, B::view(factors[j], layout), B::view(out.data(), layout),
+                               g.count, m.d, std::span<RootResult>(results));
       } else if (options_.use_trace_scaling) {
         // Per slot: max(trace(F / bc2), epsilon)^(-exponent), broadcast over the matrix.
         double* scale = g.per_slot.data();
@@ -628,12 +691,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                              options_.epsilon, options_.trace_scaling_exponent, scale);
         auto const per_matrix =
             make_layout(make_shape(g.count, m.d, m.d), make_stride(Int<1>{}, Int<0>{}, Int<0>{}));
-        inverse_roots<T>(executor_, in * B::view(static_cast<double const*>(scale), per_matrix),
-                         B::view(out.data(), layout), g.count, m.d, m.root, options_.epsilon,
-                         options_.root, std::span<RootResult>(results));
+        compute(in * B::view(static_cast<double const*>(scale), per_matrix));
       } else {
-        inverse_roots<T>(executor_, in, B::view(out.data(), layout), g.count, m.d, m.root,
-                         options_.epsilon, options_.root, std::span<RootResult>(results));
+        compute(in);
       }
       std::vector<T> commit(static_cast<std::size_t>(g.count), T(0));
       for (index_t slot = 0; slot < g.count; ++slot) {
@@ -650,9 +710,10 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                                                    " has NaN or Inf values at step ", step_, ".");
             break;
           case RootStatus::non_finite:
-            g.errors[i] = tessel::detail::sentence("the inverse root of factor matrix ", j, " of ",
-                                                   detail::block_name(key_of(bp.param), bp.index),
-                                                   " has NaN or Inf values at step ", step_, ".");
+            g.errors[i] =
+                tessel::detail::sentence("the ", computed, " of factor matrix ", j, " of ",
+                                         detail::block_name(key_of(bp.param), bp.index),
+                                         " has NaN or Inf values at step ", step_, ".");
             break;
           case RootStatus::solver_failed:
           case RootStatus::not_converged:
@@ -668,6 +729,15 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
              where(B::view(mask.data(), detail::per_matrix_layout(g.count, m.d)) != T(0),
                    B::view(out.data(), layout), inverse),
              executor_);
+      if (eigendecomposed) {
+        auto const eigenvalues =
+            B::view(m.eigenvalues.data(), make_layout(make_shape(g.count, m.d)));
+        assign(eigenvalues,
+               where(B::view(mask.data(), detail::per_row_layout(g.count, m.d)) != T(0),
+                     B::view(out_eigenvalues.data(), make_layout(make_shape(g.count, m.d))),
+                     eigenvalues),
+               executor_);
+      }
       B::wait(executor_);  // commit's host memory
     }
     for (index_t slot = 0; slot < g.count; ++slot) {
@@ -678,7 +748,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       if (failures > options_.num_tolerated_failed_amortized_computations) {
         BlockPlan const& bp = plan_.blocks[static_cast<std::size_t>(g.blocks[i])];
         g.errors[i] = tessel::detail::sentence(
-            "the inverse roots of ", detail::block_name(key_of(bp.param), bp.index), " failed ",
+            "the ", computed, "s of ", detail::block_name(key_of(bp.param), bp.index), " failed ",
             failures, " amortized computations in a row, more than the ",
             options_.num_tolerated_failed_amortized_computations, " tolerated; the last time ",
             root_status_name(last[i]), ".");
@@ -727,12 +797,14 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     T* cur = x;
     // No default: a new preconditioner must say how it turns x into a direction.
     switch (options_.preconditioner) {
-      case PreconditionerType::shampoo: {
+      case PreconditionerType::shampoo:
+      case PreconditionerType::eigendecomposed: {
         T* buffers[2] = {g.search.data(), g.spare.data()};
+        std::vector<Scratch> keep;
         for (std::size_t j = 0; j < g.modes.size(); ++j) {
           T* next = buffers[j % 2];
-          stages::mode_product(executor_, cur, next, g.modes[j].inverse_roots.data(), g.count,
-                               g.shape, g.modes[j].dim);
+          stages::mode_product(executor_, cur, next, inverse_root_of(g, j, keep), g.count, g.shape,
+                               g.modes[j].dim);
           cur = next;
         }
         break;
@@ -806,7 +878,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
 
   // ---- state dictionaries ----
 
-  // f(buffer, bytes per slot, key_of(slot)) for every state buffer of group gi.
+  // f(buffer, bytes per slot, key_of(slot), dtype, shape per slot) for every state buffer of
+  // group gi.
   template <class F>
   void for_each_state_buffer(std::size_t gi, F&& f) const {
     Group const& g = groups_[gi];
@@ -817,31 +890,47 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       k.insert(k.end(), tail.begin(), tail.end());
       return k;
     };
+    index_t const t_size = static_cast<index_t>(sizeof(T));
+    std::vector<index_t> const block(g.shape.begin(), g.shape.end());
+    bool const eigendecomposed = options_.preconditioner == PreconditionerType::eigendecomposed;
     for (std::size_t j = 0; j < g.modes.size(); ++j) {
       auto const& m = g.modes[j];
       index_t const dd = m.d * m.d;
-      f(m.factors, dd * static_cast<index_t>(dtype_size(m.dtype)), [&, j](index_t slot) {
-        return key(slot, {"shampoo", "factor_matrices", std::to_string(j)});
-      });
+      std::vector<index_t> const square{m.d, m.d};
+      f(
+          m.factors, dd * static_cast<index_t>(dtype_size(m.dtype)),
+          [&, j](index_t slot) {
+            return key(slot, {"shampoo", "factor_matrices", std::to_string(j)});
+          },
+          m.dtype, square);
       char const* second =
-          options_.preconditioner == PreconditionerType::eigenvalue_corrected
+          options_.preconditioner == PreconditionerType::eigenvalue_corrected || eigendecomposed
               ? "factor_matrices_eigenvectors"
               : "inv_factor_matrices";
-      f(m.inverse_roots, dd * static_cast<index_t>(sizeof(T)), [&, j, second](index_t slot) {
-        return key(slot, {"shampoo", second, std::to_string(j)});
-      });
+      f(
+          m.inverse_roots, dd * t_size,
+          [&, j, second](index_t slot) {
+            return key(slot, {"shampoo", second, std::to_string(j)});
+          },
+          dtype_of_v<T>, square);
+      if (eigendecomposed)
+        f(
+            m.eigenvalues, m.d * t_size,
+            [&, j](index_t slot) {
+              return key(slot, {"shampoo", "factor_matrices_eigenvalues", std::to_string(j)});
+            },
+            dtype_of_v<T>, std::vector<index_t>{m.d});
     }
-    index_t const block_bytes = g.numel * static_cast<index_t>(sizeof(T));
+    index_t const bytes = g.numel * t_size;
+    auto each = [&](auto const& buffer, std::vector<std::string> tail) {
+      f(
+          buffer, bytes, [&, tail](index_t slot) { return key(slot, tail); }, dtype_of_v<T>, block);
+    };
     if (options_.preconditioner == PreconditionerType::eigenvalue_corrected)
-      f(g.corrected, block_bytes,
-        [&](index_t slot) { return key(slot, {"shampoo", "corrected_eigenvalues"}); });
-    index_t const bytes = g.numel * static_cast<index_t>(sizeof(T));
-    if (options_.beta1 != 0.0)
-      f(g.filtered, bytes, [&](index_t slot) { return key(slot, {"filtered_grad"}); });
-    if (options_.momentum != 0.0)
-      f(g.momentum, bytes, [&](index_t slot) { return key(slot, {"momentum_buffer"}); });
-    if (keeps_grafting_state(options_.grafting.type))
-      f(g.grafting, bytes, [&](index_t slot) { return key(slot, {"adagrad"}); });
+      each(g.corrected, {"shampoo", "corrected_eigenvalues"});
+    if (options_.beta1 != 0.0) each(g.filtered, {"filtered_grad"});
+    if (options_.momentum != 0.0) each(g.momentum, {"momentum_buffer"});
+    if (keeps_grafting_state(options_.grafting.type)) each(g.grafting, {"adagrad"});
   }
 
   template <class Buffer>
@@ -858,19 +947,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
           StateTensor{DType::i64, {}, std::vector<std::byte>(sizeof(std::int64_t))};
     for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
       Group const& g = groups_[gi];
-      std::vector<index_t> const block(g.shape.begin(), g.shape.end());
-      std::size_t mode = 0;
-      for_each_state_buffer(gi, [&](auto const&, index_t slot_bytes, auto key_of) {
-        // Factors and inverse roots come in pairs per mode, then the per-element state.
-        bool const matrix = mode < 2 * g.modes.size();
-        DType dtype = dtype_of_v<T>;
-        std::vector<index_t> shape = block;
-        if (matrix) {
-          auto const& m = g.modes[mode / 2];
-          shape = {m.d, m.d};
-          if (mode % 2 == 0) dtype = m.dtype;
-        }
-        ++mode;
+      for_each_state_buffer(gi, [&](auto const&, index_t slot_bytes, auto key_of, DType dtype,
+                                    std::vector<index_t> const& shape) {
         for (index_t slot = 0; slot < g.count; ++slot)
           out[key_of(slot)] = StateTensor{
               dtype, shape, std::vector<std::byte>(static_cast<std::size_t>(slot_bytes))};
@@ -928,7 +1006,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   void assign_state_dict(StateDict const& state, index_t step) {
     std::vector<std::vector<std::byte>> staged;  // alive until the copies are done
     for (std::size_t gi = 0; gi < groups_.size(); ++gi)
-      for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of) {
+      for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of, DType,
+                                    std::vector<index_t> const&) {
         auto& host = staged.emplace_back(static_cast<std::size_t>(slot_bytes * groups_[gi].count));
         for (index_t slot = 0; slot < groups_[gi].count; ++slot) {
           auto const& data = state.at(key_of(slot)).data;
@@ -1066,7 +1145,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
   for (std::size_t p = 0; p < plan_.num_params(); ++p)
     std::memcpy(out[{std::to_string(key_of(p)), "step"}].data.data(), &step, sizeof step);
   for (std::size_t gi = 0; gi < groups_.size(); ++gi)
-    for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of) {
+    for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of, DType,
+                                  std::vector<index_t> const&) {
       std::vector<std::byte> host(static_cast<std::size_t>(slot_bytes * groups_[gi].count));
       download(buffer, host);
       for (index_t slot = 0; slot < groups_[gi].count; ++slot) {
@@ -1112,13 +1192,17 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     }
     bool const factors = keeps_factors(options_.preconditioner);
     bool const corrected = options_.preconditioner == PreconditionerType::eigenvalue_corrected;
+    bool const eigendecomposed = options_.preconditioner == PreconditionerType::eigendecomposed;
+    // Eigendecomposed Shampoo decomposes whatever the root method says.
+    RootConfig root_config = options_.root;
+    if (eigendecomposed) root_config.method = RootMethod::eigen;
     for (index_t k = 0; factors && k < order; ++k) {
       // Eigenvalue-corrected Shampoo rotates every mode and takes no roots of the factors.
       double const e =
           corrected ? 0.5 : inverse_exponent(options_.inverse_exponent_override, order, k);
       if (e == 0.0) continue;
       try {
-        if (!corrected) check_root_arguments(1.0 / e, options_.epsilon, options_.root);
+        if (!corrected) check_root_arguments(1.0 / e, options_.epsilon, root_config);
       } catch (Error const& error) {
         tessel::detail::throw_error(detail::sentence("inverse_exponent_override gives dimension ",
                                                      k, " of ", order, "-D blocks the exponent ", e,
@@ -1136,6 +1220,10 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       for (index_t i = 0; i < g.count * m.d; ++i)
         identities[static_cast<std::size_t>(i * m.d + i % m.d)] = T(1);  // slot i / d, row i % d
       B::from_host(executor_, identities.data(), nn, m.inverse_roots.data());
+      if (eigendecomposed) {  // the identity's decomposition: Q = I, lambda = 1
+        m.eigenvalues = B::template allocate<T>(g.count * m.d);
+        assign(flat(m.eigenvalues.data(), g.count * m.d), T(1), executor_);
+      }
       B::wait(executor_);                                      // identities is about to go
       m.bound.assign(static_cast<std::size_t>(g.count), 0.0);  // zero factors
       g.modes.push_back(std::move(m));
@@ -1151,6 +1239,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       g.corrected = B::template allocate<T>(n);
       assign(flat(g.corrected.data(), n), T(0), executor_);
     }
+    if (options_.kl_shampoo && takes_roots(options_.preconditioner) && g.modes.size() >= 2)
+      g.kl = B::template allocate<T>(n * static_cast<index_t>(g.modes.size()));
     g.grad = B::template allocate<T>(n);
     g.search = B::template allocate<T>(n);
     g.spare = B::template allocate<T>(n);

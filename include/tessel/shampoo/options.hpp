@@ -92,7 +92,18 @@ struct RootConfig {
 // gradient into their basis, where a per-element Adam-style second moment V <- beta2 V + w G'^2
 // (the corrected eigenvalues) divides it: direction = (x' / (sqrt(V / bc2) + epsilon)) rotated
 // back, x' = x rotated.
-enum class PreconditionerType { shampoo, spectral_descent, sign_descent, eigenvalue_corrected };
+// eigendecomposed (Distributed Shampoo's EigendecomposedShampooPreconditionerConfig): Shampoo
+// that caches each factor's eigendecomposition A + epsilon I = Q diag(lambda) Q^T (eigenvectors
+// and eigenvalues, refreshed on amortized steps; the eigen root settings apply) instead of its
+// inverse root, and forms the root Q diag(f(lambda)) Q^T from it on every step: the same
+// direction as shampoo with the eigen root method, other state.
+enum class PreconditionerType {
+  shampoo,
+  spectral_descent,
+  sign_descent,
+  eigenvalue_corrected,
+  eigendecomposed
+};
 
 // The quintic Newton-Schulz iteration of spectral descent (NewtonSchulzOrthogonalizationConfig):
 // from X = G / max(||G||_F, 1e-8), num_iterations times X <- a X + b (X X^T) X + c (X X^T)^2 X.
@@ -146,6 +157,11 @@ struct Options {
   double trace_scaling_exponent = 0.5;  // in (0, 1]
   PreconditionerType preconditioner = PreconditionerType::shampoo;
   NewtonSchulzConfig newton_schulz{};  // spectral descent's orthogonalization
+  // KL-Shampoo (Distributed Shampoo's RootInvKLShampooPreconditionerConfig and
+  // EigendecomposedKLShampooPreconditionerConfig, with shampoo and eigendecomposed): factor k
+  // accumulates the outer products of the gradient preconditioned along the block's other modes
+  // by their current inverse roots, G x_{i != k} R_i, instead of the gradient's.
+  bool kl_shampoo = false;
 };
 
 inline std::string_view grafting_name(GraftingType t) {
@@ -174,6 +190,8 @@ inline std::string_view preconditioner_name(PreconditionerType t) {
       return "sign descent";
     case PreconditionerType::eigenvalue_corrected:
       return "eigenvalue-corrected Shampoo";
+    case PreconditionerType::eigendecomposed:
+      return "eigendecomposed Shampoo";
   }
   return "unknown";
 }
@@ -204,13 +222,20 @@ inline double inverse_exponent(InverseExponentOverride const& overrides, index_t
   return d == per_dim.end() ? fallback : d->second;
 }
 
-// start_preconditioning_step with -1 resolved.
-// Whether the preconditioner accumulates Kronecker factors (Shampoo and its eigenvalue-corrected
-// form; spectral and sign descent keep none).
+// Whether the preconditioner accumulates Kronecker factors (Shampoo, eigendecomposed and
+// eigenvalue-corrected; spectral and sign descent keep none).
 constexpr bool keeps_factors(PreconditionerType t) {
-  return t == PreconditionerType::shampoo || t == PreconditionerType::eigenvalue_corrected;
+  return t == PreconditionerType::shampoo || t == PreconditionerType::eigenvalue_corrected ||
+         t == PreconditionerType::eigendecomposed;
 }
 
+// Whether the preconditioner takes inverse roots of the factors (so that KL-Shampoo's factor
+// update and the root settings apply).
+constexpr bool takes_roots(PreconditionerType t) {
+  return t == PreconditionerType::shampoo || t == PreconditionerType::eigendecomposed;
+}
+
+// start_preconditioning_step with -1 resolved.
 // Spectral and sign descent compute no roots, so -1 means step 1 for them (Distributed Shampoo
 // sets their precondition_frequency to 1).
 inline index_t resolved_start_step(Options const& o) {
@@ -267,6 +292,9 @@ inline std::vector<std::string> ignored_options(Options const& o) {
   if (o.preconditioner != PreconditionerType::spectral_descent && ns_set)
     note("the newton_schulz settings have no effect with ", preconditioner_name(o.preconditioner),
          " (spectral descent uses them).");
+  if (o.kl_shampoo && !takes_roots(o.preconditioner))
+    note("kl_shampoo has no effect with ", preconditioner_name(o.preconditioner),
+         " (shampoo and eigendecomposed Shampoo use it).");
   if (o.preconditioner == PreconditionerType::eigenvalue_corrected) {
     // Eigenvectors come from eigh alone; the corrected eigenvalues take the square root.
     std::vector<std::string> set;
@@ -287,7 +315,7 @@ inline std::vector<std::string> ignored_options(Options const& o) {
     }
     return out;
   }
-  if (o.preconditioner != PreconditionerType::shampoo) {
+  if (!takes_roots(o.preconditioner)) {
     // Every setting of the factors and their roots.
     std::vector<std::string> set;
     auto add = [&](auto const&... pieces) { set.push_back(detail::sentence(pieces...)); };
@@ -322,6 +350,23 @@ inline std::vector<std::string> ignored_options(Options const& o) {
   }
   EigenConfig const& e = o.root.eigen;
   CoupledNewtonConfig const& n = o.root.coupled_newton;
+  if (o.preconditioner == PreconditionerType::eigendecomposed) {
+    // The eigen settings apply whatever the root method says.
+    if (o.root.method != d.root.method ||
+        n.max_iterations != d.root.coupled_newton.max_iterations ||
+        n.tolerance != d.root.coupled_newton.tolerance)
+      note(
+          "the root method coupled Newton and its settings have no effect with eigendecomposed "
+          "Shampoo, which decomposes the factors.");
+    if (!e.pseudo_inverse && (e.rank_atol != 0.0 || e.rank_rtol != 0.0))
+      note("rank_atol ", e.rank_atol, " and rank_rtol ", e.rank_rtol,
+           " have no effect without the pseudo-inverse.");
+    if (e.pseudo_inverse && !e.perturb_before_computation)
+      note(
+          "perturb_before_computation false has no effect with the pseudo-inverse, which never "
+          "perturbs.");
+    return out;
+  }
   // No default: a new method must say which settings it reads.
   switch (o.root.method) {
     case RootMethod::eigen:
@@ -361,7 +406,9 @@ inline void validate(Options const& o) {
   if (!(o.beta2 >= 0.0 && o.beta2 <= 1.0)) bad("beta2 must be in [0, 1], got ", o.beta2, ".");
   if (!(o.beta3 == -1.0 || (o.beta3 >= 0.0 && o.beta3 < 1.0)))
     bad("beta3 must be -1 (equal to beta1) or in [0, 1), got ", o.beta3, ".");
-  if (o.root.method == RootMethod::eigen && o.root.eigen.pseudo_inverse) {
+  if ((o.root.method == RootMethod::eigen ||
+       o.preconditioner == PreconditionerType::eigendecomposed) &&
+      o.root.eigen.pseudo_inverse) {
     if (o.epsilon != 0.0)
       bad("epsilon must be 0 when the pseudo-inverse is used, got ", o.epsilon, ".");
   } else if (!(o.epsilon > 0.0 && std::isfinite(o.epsilon))) {
@@ -399,6 +446,7 @@ inline void validate(Options const& o) {
   switch (o.preconditioner) {
     case PreconditionerType::shampoo:
     case PreconditionerType::eigenvalue_corrected:
+    case PreconditionerType::eigendecomposed:
       if (resolved_start_step(o) < o.precondition_frequency)
         bad("start_preconditioning_step must be >= precondition_frequency (",
             o.precondition_frequency, "), got ", o.start_preconditioning_step, ".");

@@ -33,7 +33,9 @@ struct GroupState {
     double root = 2.0;  // 1 / exponent
     DType dtype = DType::f32;
     Buffer<std::byte> factors;  // count * d * d elements of dtype
-    Buffer<T> inverse_roots;    // count * d * d (eigenvalue-corrected Shampoo: eigenvectors)
+    Buffer<T> inverse_roots;    // count * d * d (eigenvalue-corrected and eigendecomposed
+                                // Shampoo: the eigenvectors, q(b, i, j) = Q_b[i][j])
+    Buffer<T> eigenvalues;      // eigendecomposed Shampoo: count * d
     // Per slot: a bound on max|F| of the stored factor (inf: unknown), from the last accepted
     // step's overflow pre-check (step/bounds.hpp), and the one the check in progress found.
     std::vector<double> bound, pending;
@@ -49,8 +51,9 @@ struct GroupState {
   index_t numel = 0;
   std::vector<Mode> modes;
   Buffer<T> filtered, momentum, grafting;  // count * numel each, when in use
-  Buffer<T> corrected;                      // eigenvalue-corrected Shampoo: V, count * numel
-  Buffer<T> staged_momentum;               // a distributed step's momentum until it commits
+  Buffer<T> corrected;                     // eigenvalue-corrected Shampoo: V, count * numel
+  Buffer<T> kl;  // KL-Shampoo: per mode, the gradient preconditioned along the other modes
+  Buffer<T> staged_momentum;  // a distributed step's momentum until it commits
   Buffer<T> grad, direction, search, spare;
   Buffer<T> scale;                  // per slot: the grafting rescale
   Buffer<double> per_slot;          // per slot and mode: the bound inputs, then the norms
