@@ -15,6 +15,7 @@
 
 #include <tessel/io/npy.hpp>
 #include <tessel/shampoo/checkpoint.hpp>
+#include <tessel/shampoo/param_groups.hpp>
 
 #include "io/io_test_support.hpp"
 
@@ -259,6 +260,74 @@ TEST(ShampooCli, EigendecomposedKlShampooMatchesTheLibrary) {
   StateDict const state = load_state(dir / "s.safetensors");
   EXPECT_TRUE(state == opt.state_dict());
   EXPECT_TRUE(state.contains({"0", "block_0", "shampoo", "factor_matrices_eigenvalues", "1"}));
+}
+
+TEST(ShampooCli, ParameterGroupsMatchTheLibrary) {
+  // --group: parameter 0 with spectral descent on 2-D blocks and its own lr, parameter 2 with
+  // sign descent, parameter 1 (named by no group) with the run's options; bit for bit the
+  // library's GroupedShampoo, the state keyed by the parameters' own indices; its errors.
+  REQUIRE_CLI();
+  TempDir dir;
+  std::mt19937 rng(11);
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::vector<double> w0(12), w1(5), w2(6), g0(2 * 12), g1(2 * 5), g2(2 * 6);
+  for (auto* v : {&w0, &w1, &w2, &g0, &g1, &g2})
+    for (auto& x : *v) x = n(rng);
+  auto save = [&](char const* name, std::vector<std::int64_t> shape, std::vector<double> const& v) {
+    write_npy(dir / name, std::span<std::int64_t const>(shape), v);
+  };
+  save("W0.npy", {4, 3}, w0);
+  save("W1.npy", {5}, w1);
+  save("W2.npy", {2, 3}, w2);
+  save("G0.npy", {2, 4, 3}, g0);
+  save("G1.npy", {2, 5}, g1);
+  save("G2.npy", {2, 2, 3}, g2);
+  auto path = [&](char const* name) { return (dir / name).string(); };
+  std::string const files = "shampoo run --param " + path("W0.npy") + " --param " + path("W1.npy") +
+                            " --param " + path("W2.npy") + " --grads " + path("G0.npy") +
+                            " --grads " + path("G1.npy") + " --grads " + path("G2.npy") +
+                            " --out " + path("F0.npy") + " --out " + path("F1.npy") + " --out " +
+                            path("F2.npy") + " --factor-dtype f64 --beta2 0.9";
+  auto r = run_cli(dir, files + " --save-state " + path("s.safetensors") +
+                            " --group \"0 --preconditioner spectral-descent --target-dims 2 --lr "
+                            "0.05\" --group \"2 --preconditioner sign-descent\"");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "tessel: warning: beta2 0.9, factor_matrix_dtype f64 have no effect with "
+            "spectral descent, which keeps no factors.\n"
+            "tessel: warning: beta2 0.9, factor_matrix_dtype f64 have no effect with sign "
+            "descent, which keeps no factors.\n");
+  Options base;
+  base.beta2 = 0.9;
+  base.factor_matrix_dtype = DType::f64;
+  ParamGroup muon{{0}, base, 1024, 2}, sign{{2}, base, 1024, 1}, rest{{1}, base, 1024, 1};
+  muon.options.preconditioner = PreconditionerType::spectral_descent;
+  muon.options.lr = 0.05;
+  sign.options.preconditioner = PreconditionerType::sign_descent;
+  GroupedShampoo<double> opt({{4, 3}, {5}, {2, 3}}, {muon, sign, rest});
+  for (std::size_t t = 0; t < 2; ++t)
+    opt.step({std::span<double>(w0), std::span<double>(w1), std::span<double>(w2)},
+             {std::span<double const>(g0.data() + 12 * t, 12),
+              std::span<double const>(g1.data() + 5 * t, 5),
+              std::span<double const>(g2.data() + 6 * t, 6)});
+  EXPECT_EQ(read_npy(dir / "F0.npy").as<double>(), w0);
+  EXPECT_EQ(read_npy(dir / "F1.npy").as<double>(), w1);
+  EXPECT_EQ(read_npy(dir / "F2.npy").as<double>(), w2);
+  EXPECT_TRUE(load_state(dir / "s.safetensors") == opt.state_dict());
+
+  r = run_cli(dir, files + " --group \"0 --bogus 1\"");
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(r.err,
+            "tessel: --group \"0 --bogus 1\": The following arguments were not expected: "
+            "1 --bogus.\n");
+  r = run_cli(dir, files + " --group \"0,3\"");
+  EXPECT_EQ(r.err, "tessel: parameter group 0 names parameter 3, but there are 3 parameters.\n");
+  r = run_cli(dir, files + " --group 1 --group \"1 --lr 0.1\"");
+  EXPECT_EQ(r.err,
+            "tessel: parameter 1 is in parameter groups 0 and 1; every parameter belongs to "
+            "exactly one group.\n");
+  r = run_cli(dir, files + " --group \"0 --beta2 2\"");
+  EXPECT_NE(r.err.find("beta2 must be in [0, 1], got 2."), std::string::npos) << r.err;
 }
 
 TEST(ShampooCli, OptionsWithoutEffectAreWarnedAndStillRun) {

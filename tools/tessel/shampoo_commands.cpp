@@ -20,6 +20,7 @@
 #include <tessel/shampoo/distribute.hpp>
 #include <tessel/shampoo/matrix_functions.hpp>
 #include <tessel/shampoo/optimizer.hpp>
+#include <tessel/shampoo/param_groups.hpp>
 #include <tessel/shampoo/plan.hpp>
 
 #include "cli_support.hpp"
@@ -242,6 +243,7 @@ struct RunOptions {
   bool drop_weighting = false, grafting_drop = false, trace_scaling = false, kl = false;
   std::string trace_exponent = "0.5";
   std::string ns_iterations = "5", ns_coefficients = "3.4445,-4.775,2.0315";
+  std::vector<std::string> groups;  // --group "P[,P...] FLAGS"
 };
 
 // "ORDER=E" (every dimension of order-ORDER blocks) or "ORDER:DIM=E" (one dimension), added to
@@ -370,6 +372,80 @@ shampoo::Options to_options(RunOptions const& r) {
   return o;
 }
 
+// The step's options (everything but the files), on `tessel shampoo run` and on each --group.
+void add_step_options(CLI::App& cmd, RunOptions& run) {
+  cmd.add_option("--lr", run.lr)->capture_default_str();
+  cmd.add_option("--beta1", run.beta1)->capture_default_str();
+  cmd.add_option("--beta2", run.beta2, "In [0, 1]")->capture_default_str();
+  cmd.add_option("--beta3", run.beta3, "-1: equal to beta1")->capture_default_str();
+  cmd.add_option("--epsilon", run.epsilon)->capture_default_str();
+  cmd.add_option("--momentum", run.momentum)->capture_default_str();
+  cmd.add_option("--dampening", run.dampening)->capture_default_str();
+  cmd.add_flag("--nesterov", run.nesterov, "Nesterov momentum");
+  cmd.add_option("--weight-decay", run.weight_decay)->capture_default_str();
+  cmd.add_option("--weight-decay-type", run.weight_decay_type,
+                 "decoupled, l2, corrected (times lr / peak lr) or independent (/ peak lr)")
+      ->capture_default_str();
+  cmd.add_option("--max-preconditioner-dim", run.max_dim, "An integer or inf")
+      ->capture_default_str();
+  cmd.add_option("--precondition-frequency", run.frequency)->capture_default_str();
+  cmd.add_option("--start-preconditioning-step", run.start, "-1: precondition-frequency")
+      ->capture_default_str();
+  cmd.add_option("--use-bias-correction", run.bias_correction, "true or false")
+      ->capture_default_str();
+  cmd.add_option("--grafting", run.grafting, "none, sgd, adagrad, rmsprop or adam")
+      ->capture_default_str();
+  cmd.add_option("--grafting-beta2", run.grafting_beta2,
+                 "Default 0.99 for rmsprop, 0.999 for adam");
+  cmd.add_option("--grafting-epsilon", run.grafting_epsilon)->capture_default_str();
+  cmd.add_option("--root-method", run.root_method, "eigen or coupled-newton")
+      ->capture_default_str();
+  cmd.add_option("--inverse-exponent-override", run.exponent_overrides,
+                 "ORDER=EXPONENT or ORDER:DIM=EXPONENT (repeatable; 0 leaves a dimension "
+                 "unpreconditioned)");
+  cmd.add_flag("--pseudo-inverse", run.pseudo_inverse,
+               "Eigen roots drop small eigenvalues instead of perturbing (needs --epsilon 0)");
+  cmd.add_option("--rank-atol", run.rank_atol, "Pseudo-inverse absolute threshold")
+      ->capture_default_str();
+  cmd.add_option("--rank-rtol", run.rank_rtol, "Pseudo-inverse relative threshold")
+      ->capture_default_str();
+  cmd.add_option("--perturb-before-computation", run.perturb,
+                 "Eigen roots add epsilon to the eigenvalues (true or false)")
+      ->capture_default_str();
+  cmd.add_option("--retry-double-precision", run.retry_double,
+                 "A failed float eigendecomposition is retried in double (true or false)")
+      ->capture_default_str();
+  cmd.add_option("--coupled-newton-max-iterations", run.newton_iterations)->capture_default_str();
+  cmd.add_option("--coupled-newton-tolerance", run.newton_tolerance)->capture_default_str();
+  cmd.add_option("--num-tolerated-failed-amortized-computations", run.tolerated_failures,
+                 "Failed inverse roots in a row before a step fails")
+      ->capture_default_str();
+  cmd.add_option("--target-dims", run.target_dims,
+                 "target_parameter_dimensionality (an integer or inf)")
+      ->capture_default_str();
+  cmd.add_option("--factor-dtype", run.factor_dtype, "bf16, f16, f32 or f64")
+      ->capture_default_str();
+  cmd.add_option("--preconditioner", run.preconditioner,
+                 "shampoo, eigendecomposed, spectral-descent (Muon), sign-descent or "
+                 "eigenvalue-corrected (SOAP)")
+      ->capture_default_str();
+  cmd.add_flag("--kl-shampoo", run.kl,
+               "KL-Shampoo: each factor accumulates the gradient preconditioned along the "
+               "other modes (shampoo, eigendecomposed)");
+  cmd.add_option("--newton-schulz-iterations", run.ns_iterations)->capture_default_str();
+  cmd.add_flag("--drop-weighting-factor-on-gsquare", run.drop_weighting,
+               "Factors gain G G^T, not (1 - beta2) G G^T, and no bias correction");
+  cmd.add_flag("--grafting-drop-weighting-factor-on-gsquare", run.grafting_drop,
+               "The same for the rmsprop / adam grafting accumulator");
+  cmd.add_flag("--use-trace-scaling", run.trace_scaling,
+               "Scale each factor by trace^(-exponent) before its root");
+  cmd.add_option("--trace-scaling-exponent", run.trace_exponent, "In (0, 1]")
+      ->capture_default_str();
+  cmd.add_option("--newton-schulz-coefficients", run.ns_coefficients,
+                 "a,b,c of X <- a X + b (X X^T) X + c (X X^T)^2 X")
+      ->capture_default_str();
+}
+
 // The parameters and their gradient files, read and checked before any step.
 struct RunInputs {
   std::vector<NpyArray> params, grads;
@@ -414,15 +490,57 @@ RunInputs read_run_inputs(RunOptions const& r) {
   return in;
 }
 
-template <class T>
-std::vector<std::vector<T>> run_steps(RunOptions const& r, shampoo::Options const& o,
-                                      RunInputs const& in, index_t max_dim, index_t target) {
-  std::vector<std::vector<index_t>> shapes;
-  for (auto const& w : in.params) shapes.emplace_back(w.shape.begin(), w.shape.end());
-  auto plan =
-      shampoo::make_plan(shampoo::PlanOptions<index_t, index_t>{max_dim, target, 1}, shapes);
-  shampoo::Shampoo<T> opt(plan, o);
-  if (!r.load_state.empty()) shampoo::load_checkpoint(opt, r.load_state);
+// The --group specs as parameter groups, and one more with the run's options for the parameters
+// no spec names. A spec's flags are parsed over a copy of the run's options, so the run's values
+// are the group's defaults; its errors name the spec.
+std::vector<shampoo::ParamGroup> parse_groups(RunOptions const& r, std::size_t num_params) {
+  std::vector<shampoo::ParamGroup> groups;
+  std::vector<char> named(num_params, 0);
+  auto group_of = [](RunOptions const& o) {
+    shampoo::ParamGroup g;
+    g.options = to_options(o);
+    g.max_preconditioner_dim = parse_integer_or_inf(o.max_dim, "--max-preconditioner-dim", 1);
+    g.target_parameter_dimensionality = parse_integer_or_inf(o.target_dims, "--target-dims", 1);
+    return g;
+  };
+  for (std::string const& spec : r.groups) {
+    std::size_t const split = std::min(spec.find_first_of(" \t"), spec.size());
+    std::string const list = spec.substr(0, split);
+    RunOptions o = r;
+    o.exponent_overrides.clear();  // a group's --inverse-exponent-override replace the run's
+    shampoo::ParamGroup g;
+    try {
+      CLI::App app{"--group"};
+      add_step_options(app, o);
+      app.parse(spec.substr(split), false);
+      if (o.exponent_overrides.empty()) o.exponent_overrides = r.exponent_overrides;
+      g = group_of(o);
+    } catch (CLI::ParseError const& e) {  // CLI11's message has no full stop
+      detail::throw_error(detail::sentence("--group \"", spec, "\": ", e.what(), "."));
+    } catch (Error const& e) {
+      detail::throw_error(detail::sentence("--group \"", spec, "\": ", e.what()));
+    }
+    for (std::size_t start = 0; start <= list.size();) {
+      std::size_t const end = std::min(list.find(',', start), list.size());
+      index_t const p = parse_integer(list.substr(start, end - start), "--group");
+      g.params.push_back(p);
+      if (p >= 0 && static_cast<std::size_t>(p) < num_params)
+        named[static_cast<std::size_t>(p)] = 1;
+      start = end + 1;
+    }
+    groups.push_back(std::move(g));
+  }
+  shampoo::ParamGroup rest = group_of(r);
+  for (std::size_t p = 0; p < num_params; ++p)
+    if (!named[p]) rest.params.push_back(static_cast<index_t>(p));
+  if (!rest.params.empty()) groups.push_back(std::move(rest));
+  return groups;
+}
+
+// Steps `opt` through every gradient of `in`, between --load-state and --save-state.
+template <class T, class Optimizer>
+std::vector<std::vector<T>> run_steps(RunOptions const& r, Optimizer& opt, RunInputs const& in) {
+  if (!r.load_state.empty()) opt.load_state_dict(shampoo::load_state(r.load_state));
   std::vector<std::vector<T>> params, grads;
   for (std::size_t p = 0; p < in.params.size(); ++p) {
     params.push_back(in.params[p].template as<T>());
@@ -437,14 +555,40 @@ std::vector<std::vector<T>> run_steps(RunOptions const& r, shampoo::Options cons
     }
     opt.step(ps, gs);
   }
-  if (!r.save_state.empty()) shampoo::save_checkpoint(opt, r.save_state);
+  if (!r.save_state.empty())
+    shampoo::save_state(r.save_state, opt.state_dict(),
+                        {{"step", std::to_string(opt.step_count())}});
   return params;
 }
 
+// One Shampoo over every parameter with the run's options, or the groups' GroupedShampoo.
+template <class T>
+std::vector<std::vector<T>> run_optimizer(RunOptions const& r, RunInputs const& in,
+                                          shampoo::ParamGroup const& all,
+                                          std::vector<shampoo::ParamGroup> const& groups) {
+  std::vector<std::vector<index_t>> shapes;
+  for (auto const& w : in.params) shapes.emplace_back(w.shape.begin(), w.shape.end());
+  if (!groups.empty()) {
+    shampoo::GroupedShampoo<T> opt(shapes, groups);
+    return run_steps<T>(r, opt, in);
+  }
+  shampoo::Shampoo<T> opt(
+      shampoo::make_plan(
+          shampoo::PlanOptions<index_t, index_t>{all.max_preconditioner_dim,
+                                                 all.target_parameter_dimensionality, 1},
+          shapes),
+      all.options);
+  return run_steps<T>(r, opt, in);
+}
+
 void run_shampoo(RunOptions const& r) {
-  shampoo::Options const o = to_options(r);
-  index_t const max_dim = parse_integer_or_inf(r.max_dim, "--max-preconditioner-dim", 1);
-  index_t const target = parse_integer_or_inf(r.target_dims, "--target-dims", 1);
+  // The options first: a bad flag is reported before any file is read.
+  shampoo::ParamGroup all;
+  all.options = to_options(r);
+  all.max_preconditioner_dim = parse_integer_or_inf(r.max_dim, "--max-preconditioner-dim", 1);
+  all.target_parameter_dimensionality = parse_integer_or_inf(r.target_dims, "--target-dims", 1);
+  std::vector<shampoo::ParamGroup> const groups =
+      r.groups.empty() ? std::vector<shampoo::ParamGroup>{} : parse_groups(r, r.params.size());
   RunInputs const in = read_run_inputs(r);
   auto report = [&](auto const& results) {
     for (std::size_t p = 0; p < results.size(); ++p)
@@ -459,9 +603,9 @@ void run_shampoo(RunOptions const& r) {
               << '\n';
   };
   if (in.dtype == DType::f32)
-    report(run_steps<float>(r, o, in, max_dim, target));
+    report(run_optimizer<float>(r, in, all, groups));
   else
-    report(run_steps<double>(r, o, in, max_dim, target));
+    report(run_optimizer<double>(r, in, all, groups));
 }
 
 }  // namespace
@@ -525,84 +669,12 @@ void add_shampoo_commands(CLI::App& app) {
   run_cmd->add_option("--save-state", run->save_state, "Also write the state (.safetensors)");
   run_cmd->add_option("--load-state", run->load_state,
                       "Start from a state written by --save-state (same parameters and options)");
-  run_cmd->add_option("--lr", run->lr)->capture_default_str();
-  run_cmd->add_option("--beta1", run->beta1)->capture_default_str();
-  run_cmd->add_option("--beta2", run->beta2, "In [0, 1]")->capture_default_str();
-  run_cmd->add_option("--beta3", run->beta3, "-1: equal to beta1")->capture_default_str();
-  run_cmd->add_option("--epsilon", run->epsilon)->capture_default_str();
-  run_cmd->add_option("--momentum", run->momentum)->capture_default_str();
-  run_cmd->add_option("--dampening", run->dampening)->capture_default_str();
-  run_cmd->add_flag("--nesterov", run->nesterov, "Nesterov momentum");
-  run_cmd->add_option("--weight-decay", run->weight_decay)->capture_default_str();
-  run_cmd
-      ->add_option("--weight-decay-type", run->weight_decay_type,
-                   "decoupled, l2, corrected (times lr / peak lr) or independent (/ peak lr)")
-      ->capture_default_str();
-  run_cmd->add_option("--max-preconditioner-dim", run->max_dim, "An integer or inf")
-      ->capture_default_str();
-  run_cmd->add_option("--precondition-frequency", run->frequency)->capture_default_str();
-  run_cmd->add_option("--start-preconditioning-step", run->start, "-1: precondition-frequency")
-      ->capture_default_str();
-  run_cmd->add_option("--use-bias-correction", run->bias_correction, "true or false")
-      ->capture_default_str();
-  run_cmd->add_option("--grafting", run->grafting, "none, sgd, adagrad, rmsprop or adam")
-      ->capture_default_str();
-  run_cmd->add_option("--grafting-beta2", run->grafting_beta2,
-                      "Default 0.99 for rmsprop, 0.999 for adam");
-  run_cmd->add_option("--grafting-epsilon", run->grafting_epsilon)->capture_default_str();
-  run_cmd->add_option("--root-method", run->root_method, "eigen or coupled-newton")
-      ->capture_default_str();
-  run_cmd->add_option("--inverse-exponent-override", run->exponent_overrides,
-                      "ORDER=EXPONENT or ORDER:DIM=EXPONENT (repeatable; 0 leaves a dimension "
-                      "unpreconditioned)");
-  run_cmd->add_flag("--pseudo-inverse", run->pseudo_inverse,
-                    "Eigen roots drop small eigenvalues instead of perturbing (needs --epsilon 0)");
-  run_cmd->add_option("--rank-atol", run->rank_atol, "Pseudo-inverse absolute threshold")
-      ->capture_default_str();
-  run_cmd->add_option("--rank-rtol", run->rank_rtol, "Pseudo-inverse relative threshold")
-      ->capture_default_str();
-  run_cmd
-      ->add_option("--perturb-before-computation", run->perturb,
-                   "Eigen roots add epsilon to the eigenvalues (true or false)")
-      ->capture_default_str();
-  run_cmd
-      ->add_option("--retry-double-precision", run->retry_double,
-                   "A failed float eigendecomposition is retried in double (true or false)")
-      ->capture_default_str();
-  run_cmd->add_option("--coupled-newton-max-iterations", run->newton_iterations)
-      ->capture_default_str();
-  run_cmd->add_option("--coupled-newton-tolerance", run->newton_tolerance)->capture_default_str();
-  run_cmd
-      ->add_option("--num-tolerated-failed-amortized-computations", run->tolerated_failures,
-                   "Failed inverse roots in a row before a step fails")
-      ->capture_default_str();
-  run_cmd
-      ->add_option("--target-dims", run->target_dims,
-                   "target_parameter_dimensionality (an integer or inf)")
-      ->capture_default_str();
-  run_cmd->add_option("--factor-dtype", run->factor_dtype, "bf16, f16, f32 or f64")
-      ->capture_default_str();
-  run_cmd
-      ->add_option("--preconditioner", run->preconditioner,
-                   "shampoo, eigendecomposed, spectral-descent (Muon), sign-descent or "
-                   "eigenvalue-corrected (SOAP)")
-      ->capture_default_str();
-  run_cmd->add_flag("--kl-shampoo", run->kl,
-                    "KL-Shampoo: each factor accumulates the gradient preconditioned along the "
-                    "other modes (shampoo, eigendecomposed)");
-  run_cmd->add_option("--newton-schulz-iterations", run->ns_iterations)->capture_default_str();
-  run_cmd->add_flag("--drop-weighting-factor-on-gsquare", run->drop_weighting,
-                    "Factors gain G G^T, not (1 - beta2) G G^T, and no bias correction");
-  run_cmd->add_flag("--grafting-drop-weighting-factor-on-gsquare", run->grafting_drop,
-                    "The same for the rmsprop / adam grafting accumulator");
-  run_cmd->add_flag("--use-trace-scaling", run->trace_scaling,
-                    "Scale each factor by trace^(-exponent) before its root");
-  run_cmd->add_option("--trace-scaling-exponent", run->trace_exponent, "In (0, 1]")
-      ->capture_default_str();
-  run_cmd
-      ->add_option("--newton-schulz-coefficients", run->ns_coefficients,
-                   "a,b,c of X <- a X + b (X X^T) X + c (X X^T)^2 X")
-      ->capture_default_str();
+  add_step_options(*run_cmd, *run);
+  run_cmd->add_option(
+      "--group", run->groups,
+      "A parameter group: \"P[,P...] FLAGS\", the indices of its --params (0 for the first) "
+      "and the step options it sets (the run's are its defaults; repeatable). Parameters in no "
+      "group form one more group with the run's options.");
   run_cmd->callback([run] { run_shampoo(*run); });
 }
 
