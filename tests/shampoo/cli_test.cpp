@@ -326,6 +326,10 @@ TEST(ShampooCli, ParameterGroupsMatchTheLibrary) {
   EXPECT_EQ(r.err,
             "tessel: parameter 1 is in parameter groups 0 and 1; every parameter belongs to "
             "exactly one group.\n");
+  r = run_cli(dir, files + " --iterate-averaging ema");
+  EXPECT_EQ(r.err,
+            "tessel: --iterate-averaging must be none, generalized-primal or schedule-free, got "
+            "\"ema\".\n");
   r = run_cli(dir, files + " --group \"0 --beta2 2\"");
   EXPECT_NE(r.err.find("beta2 must be in [0, 1], got 2."), std::string::npos) << r.err;
 }

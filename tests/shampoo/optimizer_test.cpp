@@ -7,12 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include <tessel/shampoo/optimizer.hpp>
+#include <tessel/shampoo/param_groups.hpp>
 
 #include "reference.hpp"
+#include "support/error_of.hpp"
 
 namespace {
 
@@ -20,6 +24,7 @@ using namespace tessel;
 using namespace tessel::shampoo;
 using reference::ReferenceOptions;
 using reference::ReferenceShampoo;
+using tessel::test::error_of;
 
 // A 0-D parameter, a bias, a matrix larger than the block size and a 3-D tensor.
 std::vector<std::vector<long>> const shapes = {{}, {5}, {6, 5}, {2, 3, 4}};
@@ -45,6 +50,9 @@ Options to_options(ReferenceOptions const& r) {
   for (auto const& [order, dims] : r.exponent) o.inverse_exponent_override[order] = dims;
   o.factor_matrix_dtype = DType::f64;
   o.kl_shampoo = r.kl;
+  AveragingType const averaging[] = {AveragingType::none, AveragingType::generalized_primal,
+                                     AveragingType::schedule_free};
+  o.averaging = {averaging[r.averaging], r.mu_x, r.mu_y, r.lr_power};
   return o;
 }
 
@@ -307,6 +315,141 @@ TEST(ShampooStep, KlShampooFollowsTheReference) {
     b.step({std::span<double>(w2)}, {std::span<double const>(g)});
   }
   EXPECT_NE(w1, w2);
+}
+
+// Iterate averaging: generalized primal averaging and schedule-free against the reference's
+// y, z sequences, with grafting, decoupled and L2 weight decay, amortization and float.
+TEST(ShampooStep, IterateAveragingFollowsTheReference) {
+  for (int kind : {1, 2}) {
+    ReferenceOptions r;
+    r.averaging = kind;
+    r.lr = 0.05;
+    EXPECT_LT(run_against_reference<double>(r), 1e-9) << "averaging " << kind;
+    r.mu_x = 0.5;
+    r.mu_y = 1.0;  // heavy ball
+    r.lr_power = 1.0;
+    r.beta2 = 0.95;
+    r.frequency = 2;
+    r.grafting = 4;
+    r.graft_beta2 = 0.999;
+    r.weight_decay = 0.01;
+    r.epsilon = 1e-6;  // as in EigendecomposedFollowsTheReference: well-posed early roots
+    EXPECT_LT(run_against_reference<double>(r, 7), 1e-9) << "averaging " << kind;
+    r.l2 = true;
+    EXPECT_LT(run_against_reference<double>(r, 7), 1e-9) << "averaging " << kind;
+    EXPECT_LT(run_against_reference<float>(r, 5, shapes, DType::f32), 2e-4) << "averaging " << kind;
+  }
+}
+
+// eval() moves the parameters to x = y + (1 - 1 / mu_y)(z - y) and train() back; step() is refused
+// in between; the state (z, lr_sum, train_mode) resumes bit for bit; the options' errors.
+TEST(ShampooStep, IterateAveragingEvalTrainAndState) {
+  ReferenceOptions r;
+  r.averaging = 2;
+  r.lr = 0.05;
+  std::vector<std::vector<long>> const one = {{4, 3}};
+  Options const o = to_options(r);
+  Shampoo<double> opt(plan_for(r, one), o);
+  std::mt19937 rng(3);
+  std::vector<double> w = random_values(rng, 12, 1.0);
+  std::vector<std::vector<double>> g;
+  for (int t = 0; t < 4; ++t) g.push_back(random_values(rng, 12, 0.5));
+  opt.eval({std::span<double>(w)});  // before any step z = y: nothing moves
+  EXPECT_FALSE(opt.training());
+  opt.train({std::span<double>(w)});
+  StateDict mid;
+  std::vector<double> w_mid;
+  for (int t = 0; t < 4; ++t) {
+    opt.step({std::span<double>(w)}, {std::span<double const>(g[static_cast<std::size_t>(t)])});
+    if (t == 1) {
+      mid = opt.state_dict();
+      w_mid = w;
+    }
+  }
+  StateDict const state = opt.state_dict();
+  auto const& zt = state.at({"0", "block_0", "weight_buffer"}).data;
+  std::vector<double> z(12);
+  std::memcpy(z.data(), zt.data(), zt.size());
+  double lr_sum = 0.0;
+  std::memcpy(&lr_sum, state.at({"0", "lr_sum"}).data.data(), sizeof lr_sum);
+  EXPECT_NEAR(lr_sum, 4 * 0.05 * 0.05, 1e-15);
+  std::vector<double> const y = w;
+  opt.eval({std::span<double>(w)});
+  EXPECT_FALSE(opt.training());
+  EXPECT_EQ(opt.state_dict().at({"0", "train_mode"}).data[0], std::byte{0});
+  for (std::size_t i = 0; i < 12; ++i)
+    EXPECT_NEAR(w[i], y[i] + (1.0 - 1.0 / 0.8) * (z[i] - y[i]), 1e-14);
+  EXPECT_EQ(error_of([&] { opt.step({std::span<double>(w)}, {std::span<double const>(g[0])}); }),
+            "step() in eval mode: with iterate averaging the parameters hold the averaged sequence "
+            "between eval() and train(); call train(params) first.");
+  opt.train({std::span<double>(w)});
+  for (std::size_t i = 0; i < 12; ++i) EXPECT_NEAR(w[i], y[i], 1e-14);
+  // Resumed from step 2, steps 3 and 4 give the same parameters bit for bit.
+  Shampoo<double> resumed(plan_for(r, one), o);
+  resumed.load_state_dict(mid);
+  for (int t = 2; t < 4; ++t)
+    resumed.step({std::span<double>(w_mid)},
+                 {std::span<double const>(g[static_cast<std::size_t>(t)])});
+  EXPECT_EQ(w_mid, y);
+  std::vector<double> updates(12);
+  EXPECT_NE(error_of([&] {
+              resumed.compute_updates({std::span<double>(w_mid)}, {std::span<double const>(g[0])},
+                                      updates);
+            }).find("compute_updates and the distributed optimizers do not support it"),
+            std::string::npos);
+
+  Options bad = o;
+  bad.momentum = 0.9;
+  EXPECT_EQ(error_of([&] { validate(bad); }),
+            "momentum 0.9 and iterate averaging schedule-free exclude each other (Distributed "
+            "Shampoo's iterate_averaging_config is one of them); set momentum 0.");
+  bad = o;
+  bad.averaging.train_interp_coeff = 0.0;
+  EXPECT_EQ(error_of([&] { validate(bad); }), "train_interp_coeff must be in (0, 1], got 0.");
+  bad = o;
+  bad.averaging.type = AveragingType::generalized_primal;
+  bad.averaging.eval_interp_coeff = 1.0;
+  EXPECT_EQ(error_of([&] { validate(bad); }), "eval_interp_coeff must be in [0, 1), got 1.");
+  bad = o;
+  bad.averaging.eval_coeff_lr_power = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(error_of([&] { validate(bad); }), "eval_coeff_lr_power must be finite, got inf.");
+  bad = o;
+  bad.averaging.type = static_cast<AveragingType>(7);
+  EXPECT_EQ(error_of([&] { validate(bad); }), "iterate averaging type 7 is not an AveragingType.");
+  Options warned;
+  warned.averaging.type = AveragingType::generalized_primal;
+  warned.averaging.eval_coeff_lr_power = 1.0;
+  EXPECT_EQ(ignored_options(warned),
+            std::vector<std::string>{"eval_coeff_lr_power 1 has no effect with iterate averaging "
+                                     "generalized primal averaging (schedule-free uses it)."});
+  warned = Options{};
+  warned.averaging.type = AveragingType::schedule_free;
+  warned.averaging.eval_interp_coeff = 0.5;
+  EXPECT_EQ(ignored_options(warned),
+            std::vector<std::string>{"eval_interp_coeff 0.5 has no effect with iterate averaging "
+                                     "schedule-free (generalized primal averaging uses it)."});
+  warned = Options{};
+  warned.averaging.train_interp_coeff = 0.5;
+  EXPECT_EQ(
+      ignored_options(warned),
+      std::vector<std::string>{"train_interp_coeff 0.5 has no effect without iterate averaging."});
+  EXPECT_EQ(error_of([&] { opt.eval(std::vector<std::span<double>>{}); }),
+            "eval got 0 parameters but the plan has 1.");
+  GroupedShampoo<double> grouped({{4, 3}}, {ParamGroup{{0}, o}});
+  EXPECT_EQ(error_of([&] { grouped.train(std::vector<std::span<double>>{}); }),
+            "train got 0 parameters but the optimizer has 1 parameters.");
+  // Two parameters share one lr_sum: a state where they differ is refused, nothing loaded.
+  std::vector<std::vector<long>> const two = {{4, 3}, {5}};
+  Shampoo<double> pair(plan_for(r, two), o);
+  std::vector<double> w5 = random_values(rng, 5, 1.0), g5 = random_values(rng, 5, 0.5);
+  pair.step({std::span<double>(w_mid), std::span<double>(w5)},
+            {std::span<double const>(g[0]), std::span<double const>(g5)});
+  StateDict uneven = pair.state_dict();
+  double const other = 1.0;
+  std::memcpy(uneven.at({"1", "lr_sum"}).data.data(), &other, sizeof other);
+  EXPECT_EQ(error_of([&] { pair.load_state_dict(uneven); }),
+            "the state's lr_sum of parameter 1 differs from parameter 0's; all parameters share "
+            "one lr_sum.");
 }
 
 }  // namespace

@@ -33,6 +33,9 @@ struct ReferenceOptions {
   // KL-Shampoo: factor k accumulates the gradient multiplied along every other preconditioned
   // mode by that mode's inverse root from before the step.
   bool kl = false;
+  // Iterate averaging: 0 none, 1 generalized primal (mu_x), 2 schedule-free (mu_x from the lr).
+  int averaging = 0;
+  double mu_x = 0.9, mu_y = 0.8, lr_power = 2.0;
 };
 
 // Row-major multi-index helpers.
@@ -81,6 +84,7 @@ struct RefBlock {
   std::vector<Mat> factor, inverse;  // per mode; empty matrix = not preconditioned
   std::vector<double> root;          // per mode
   std::vector<double> filtered, momentum, graft;
+  std::vector<double> z;  // iterate averaging's descent sequence (the parameter at step 1)
 };
 
 class ReferenceShampoo {
@@ -141,6 +145,11 @@ class ReferenceShampoo {
     double const w = o_.beta2 == 1.0 ? 1.0 : 1.0 - o_.beta2;
     double const bc1 =
         o_.bias_correction && o_.beta1 != 0.0 ? 1.0 - o_.beta3 * std::pow(o_.beta1, t - 1.0) : 1.0;
+    double mu_x = o_.mu_x;
+    if (o_.averaging == 2) {
+      lr_sum_ += std::pow(o_.lr, o_.lr_power);
+      mu_x = 1.0 - std::pow(o_.lr, o_.lr_power) / lr_sum_;
+    }
     for (auto& b : blocks_) {
       long const n = numel(b.shape);
       // Element e of the block lives at ravel(offset + idx, merged) in the parameter.
@@ -241,8 +250,17 @@ class ReferenceShampoo {
           for (auto& x : P) x *= scale;
         }
       }
+      if (o_.averaging != 0 && t_ == 1) b.z = Wb;
       for (long e = 0; e < n; ++e) {
         auto i = static_cast<std::size_t>(e);
+        if (o_.averaging !=
+            0) {  // z' = (1 - lr a) z; y += (1 - mu_x)(z' - y) - (1 - mu_x mu_y) lr P
+          double const zs = (1.0 - o_.lr * (o_.l2 ? 0.0 : o_.weight_decay)) * b.z[i];
+          W[static_cast<std::size_t>(where[i])] =
+              Wb[i] + (1.0 - mu_x) * (zs - Wb[i]) - (1.0 - mu_x * o_.mu_y) * o_.lr * P[i];
+          b.z[i] = zs - o_.lr * P[i];
+          continue;
+        }
         double p = P[i] + (o_.l2 ? 0.0 : o_.weight_decay * Wb[i]);
         if (o_.momentum != 0.0) {
           b.momentum[i] = o_.momentum * b.momentum[i] + (1.0 - o_.dampening) * p;
@@ -257,6 +275,7 @@ class ReferenceShampoo {
   ReferenceOptions o_;
   std::vector<RefBlock> blocks_;
   long t_ = 0;
+  double lr_sum_ = 0.0;
 };
 
 }  // namespace tessel::shampoo::reference

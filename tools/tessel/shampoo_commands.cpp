@@ -243,6 +243,7 @@ struct RunOptions {
   bool drop_weighting = false, grafting_drop = false, trace_scaling = false, kl = false;
   std::string trace_exponent = "0.5";
   std::string ns_iterations = "5", ns_coefficients = "3.4445,-4.775,2.0315";
+  std::string averaging = "none", eval_interp = "0.9", train_interp = "0.8", lr_power = "2";
   std::vector<std::string> groups;  // --group "P[,P...] FLAGS"
 };
 
@@ -348,6 +349,19 @@ shampoo::Options to_options(RunOptions const& r) {
         "eigenvalue-corrected, got \"",
         r.preconditioner, "\"."));
   o.kl_shampoo = r.kl;
+  if (r.averaging == "none")
+    o.averaging.type = shampoo::AveragingType::none;
+  else if (r.averaging == "generalized-primal")
+    o.averaging.type = shampoo::AveragingType::generalized_primal;
+  else if (r.averaging == "schedule-free")
+    o.averaging.type = shampoo::AveragingType::schedule_free;
+  else
+    detail::throw_error(detail::sentence(
+        "--iterate-averaging must be none, generalized-primal or schedule-free, got \"",
+        r.averaging, "\"."));
+  o.averaging.eval_interp_coeff = parse_number(r.eval_interp, "--eval-interp-coeff");
+  o.averaging.train_interp_coeff = parse_number(r.train_interp, "--train-interp-coeff");
+  o.averaging.eval_coeff_lr_power = parse_number(r.lr_power, "--eval-coeff-lr-power");
   o.newton_schulz.num_iterations = parse_integer(r.ns_iterations, "--newton-schulz-iterations");
   std::vector<double> abc;
   for (std::size_t start = 0; start <= r.ns_coefficients.size();) {
@@ -428,6 +442,17 @@ void add_step_options(CLI::App& cmd, RunOptions& run) {
   cmd.add_option("--preconditioner", run.preconditioner,
                  "shampoo, eigendecomposed, spectral-descent (Muon), sign-descent or "
                  "eigenvalue-corrected (SOAP)")
+      ->capture_default_str();
+  cmd.add_option("--iterate-averaging", run.averaging,
+                 "none, generalized-primal (GPA) or schedule-free (with --momentum 0); the "
+                 "parameters written are the training sequence")
+      ->capture_default_str();
+  cmd.add_option("--eval-interp-coeff", run.eval_interp, "mu_x of generalized-primal, in [0, 1)")
+      ->capture_default_str();
+  cmd.add_option("--train-interp-coeff", run.train_interp, "mu_y, in (0, 1]")
+      ->capture_default_str();
+  cmd.add_option("--eval-coeff-lr-power", run.lr_power,
+                 "schedule-free: mu_x = 1 - lr^p / sum_t lr_t^p")
       ->capture_default_str();
   cmd.add_flag("--kl-shampoo", run.kl,
                "KL-Shampoo: each factor accumulates the gradient preconditioned along the "

@@ -11,7 +11,9 @@ difference of the final parameters relative to their largest magnitude. Exits wi
 a case differs by more than 1e-9 (1e-8 for eigenvalue-corrected Shampoo, whose eigenbases each
 side's eigensolver resolves only to rounding over the eigenvalue gaps) or fails on one side only. Distributed Shampoo computes its bias
 corrections in float32 (beta ** step with an int64 step tensor), so the cases turn bias correction
-off except "defaults" and the Adam-grafting ones, which are held to 1e-6 instead.
+off except "defaults" and the Adam-grafting ones, which are held to 1e-6 instead; so are the
+iterate-averaging cases with weight decay or schedule-free, whose lr Distributed Shampoo keeps
+in float32 (the decay factor 1 - lr a on z, the sum of lr^p).
 """
 import argparse
 import math
@@ -139,6 +141,22 @@ def cases():
          lambda m: meta_defaults(m, epsilon=1e-6, betas=(0.9, 0.95), precondition_frequency=2,
                                  max_preconditioner_dim=4,
                                  preconditioner_config=eigendecomposed(m, kl=True)), 1.0),
+        ("generalized_primal_averaging", [(6, 5), (4,)], 5,
+         ["--iterate-averaging", "generalized-primal", "--eval-interp-coeff", "0.9",
+          "--train-interp-coeff", "0.8", "--beta2", "0.95", "--epsilon", "1e-6",
+          "--weight-decay", "0.01"],
+         lambda m: meta_defaults(
+             m, betas=(0.9, 0.95), epsilon=1e-6, weight_decay=0.01,
+             iterate_averaging_config=m.GeneralizedPrimalAveragingConfig(
+                 eval_interp_coeff=0.9, train_interp_coeff=0.8)), 1.0),
+        ("schedule_free", [(6, 5), (3, 4, 2)], 5,
+         ["--iterate-averaging", "schedule-free", "--train-interp-coeff", "0.7", "--lr", "0.05",
+          "--beta2", "0.95", "--epsilon", "1e-6", "--grafting", "adagrad"],
+         lambda m: meta_defaults(
+             m, lr=0.05, betas=(0.9, 0.95), epsilon=1e-6,
+             grafting_config=m.AdaGradPreconditionerConfig(epsilon=1e-10),
+             iterate_averaging_config=m.ScheduleFreeConfig(train_interp_coeff=0.7,
+                                                           eval_coeff_lr_power=2)), 1.0),
         ("spectral_descent", [(6, 4), (3, 8)], 4,
          ["--preconditioner", "spectral-descent", "--target-dims", "2"],
          lambda m: spectral(m), 1.0),
@@ -215,7 +233,13 @@ def run_case(tessel, m, case, rng, workdir):
           + (f"  [{warn}]" if warn else ""))
     # Eigenvalue-corrected Shampoo divides by per-element second moments in an eigenbasis that
     # each side's eigensolver resolves only to rounding over the eigenvalue gaps: 1e-8.
-    tolerance = 1e-6 if "true" in flags else 1e-8 if "eigenvalue-corrected" in flags else 1e-9
+    # Iterate averaging: Distributed Shampoo keeps lr in a float32 tensor, so its decay factor
+    # 1 - lr a on z (rounded near 1 to float32's 6e-8) and schedule-free's sum of lr^p carry
+    # float32 rounding: 1e-6 as for its float32 bias corrections.
+    float32_lr = "--iterate-averaging" in flags and ("--weight-decay" in flags
+                                                     or "schedule-free" in flags)
+    tolerance = (1e-6 if "true" in flags or float32_lr
+                 else 1e-8 if "eigenvalue-corrected" in flags else 1e-9)
     return diff <= tolerance
 
 

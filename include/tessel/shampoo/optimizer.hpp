@@ -107,6 +107,16 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     options_.lr = lr;
   }
 
+  // Iterate averaging (Options::averaging): eval moves the parameters to the averaged sequence x =
+  // y + (1 - 1 / mu_y) (z - y) for evaluation, train moves them back to y (Distributed Shampoo's
+  // eval() and train()); step() is refused in eval mode. Without iterate averaging, or in the mode
+  // asked for already, nothing changes. params as for step().
+  void eval(std::vector<std::span<T>> const& params) { switch_mode(pointers_of(params), false); }
+  void train(std::vector<std::span<T>> const& params) { switch_mode(pointers_of(params), true); }
+  void eval(std::vector<T*> const& params) { switch_mode(params, false); }
+  void train(std::vector<T*> const& params) { switch_mode(params, true); }
+  bool training() const noexcept { return training_; }
+
   // One optimization step: params[i] holds parameter i of the plan (contiguous, row-major, in its
   // planned shape, in the executor's memory) and is updated in place; grads[i] is its gradient.
   // Everything is validated before anything is written (counts, sizes, finite gradients, and
@@ -190,8 +200,11 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // ---- state ----
 
   // The state under Distributed Shampoo's key paths: [p, "step"]; [p, "block_i", "shampoo",
-  // "factor_matrices" | "inv_factor_matrices", j]; [p, "block_i", "filtered_grad" |
-  // "momentum_buffer" | "adagrad"] (the last three only when in use). The same keys, dtypes and
+  // "factor_matrices" | "inv_factor_matrices", j] (eigenvalue-corrected: "factor_matrices_
+  // eigenvectors" and [.., "corrected_eigenvalues"]; eigendecomposed: "factor_matrices_
+  // eigenvectors" and "factor_matrices_eigenvalues"); [p, "block_i", "filtered_grad" |
+  // "momentum_buffer" | "adagrad" | "weight_buffer"] and [p, "lr_sum" | "train_mode"] (only when
+  // in use). The same keys, dtypes and
   // bytes on every executor: a device run saves, and resumes from, a host run's state.
   StateDict state_dict() const;
 
@@ -268,7 +281,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   void update_segment(Group& g, Seg const& seg, std::vector<T*> const& params,
                       StepScalars<T> const& s, T const* direction, T* out, bool into_updates,
                       bool stage_momentum) {
-    if (!into_updates && options_.momentum == 0.0) {
+    if (!into_updates && options_.momentum == 0.0 && !averaging()) {
       plain_update_segment(g, seg, params, s, direction);
       return;
     }
@@ -278,6 +291,15 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     auto const scale = B::view(g.scale.data() + seg.first_slot, seg.slot_layout());
     auto const param =
         B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout());
+    if (averaging()) {  // (options.hpp, IterateAveragingConfig); never into updates
+      auto const z = B::view(g.z.data() + first, state);
+      if (!z_ready_) assign(z, param, executor_);  // z = y at the first step
+      T const keep = T(1) - s.lr * s.decoupled;    // z' = (1 - lr a) z
+      T const to_z = T(1) - mu_x_, along = (T(1) - mu_x_ * mu_y_) * s.lr;
+      assign(param, param + to_z * (keep * z - param) - along * (d * scale), executor_);
+      assign(z, keep * z - s.lr * (d * scale), executor_);
+      return;
+    }
     auto finish = [&](auto const& u) {
       if (into_updates)
         assign(B::view(out + first, state), u, executor_);
@@ -304,6 +326,48 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                                std::vector<T*> const& direction, std::vector<T*> const& out,
                                bool into_updates, bool stage_momentum);
 
+  // compute_updates (and a distributed step) write u with w <- w - lr u; iterate averaging also
+  // moves w toward z, which no such u expresses.
+  void check_updates_express_the_step() const {
+    if (averaging())
+      tessel::detail::throw_error(detail::sentence(
+          "iterate averaging (", averaging_name(options_.averaging.type),
+          ") moves the parameters toward its averaged sequence, which no update u of w <- w - lr "
+          "u expresses: compute_updates and the distributed optimizers do not support it; use "
+          "step()."));
+  }
+
+  bool averaging() const { return options_.averaging.type != AveragingType::none; }
+
+  static std::vector<T*> pointers_of(std::vector<std::span<T>> const& params) {
+    std::vector<T*> out;
+    for (auto const& p : params) out.push_back(p.data());
+    return out;
+  }
+
+  // eval() and train(): y and x = y + (1 - 1 / mu_y) (z - y) into each other, segment by segment.
+  void switch_mode(std::vector<T*> const& params, bool to_train) {
+    if (params.size() != plan_.num_params())
+      tessel::detail::throw_error(
+          tessel::detail::sentence(to_train ? "train" : "eval", " got ", params.size(),
+                                   " parameters but the plan has ", plan_.num_params(), "."));
+    if (!averaging() || training_ == to_train) return;
+    if (z_ready_) {  // before the first step z = y, and x = y
+      double const mu_y = options_.averaging.train_interp_coeff;
+      T const c = static_cast<T>(to_train ? 1.0 - mu_y : 1.0 - 1.0 / mu_y);
+      for (auto& g : groups_)
+        for (auto const& plan_segment : g.segments) {
+          auto const seg = runtime_segment(plan_segment, g.shape);
+          auto const param =
+              B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout());
+          auto const z = B::view(g.z.data() + seg.first_slot * g.numel, seg.state_layout());
+          assign(param, param + c * (z - param), executor_);
+        }
+      B::wait(executor_);
+    }
+    training_ = to_train;
+  }
+
   // The first block (in plan order) whose step failed, and the error.
   struct BlockFailure {
     std::size_t block = 0;
@@ -324,6 +388,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // `updates` is null, else the updates are written there (compute_updates).
   template <bool IntoUpdates>
   void run_step(std::vector<T*> const& params, std::vector<T const*> const& grads, T* updates) {
+    if constexpr (IntoUpdates) check_updates_express_the_step();
     if (auto failure = check_gradients_and_bounds(params, grads))
       tessel::detail::throw_error(failure->message);
     if (auto failure = prepare_updates<IntoUpdates>(params, grads, updates, false))
@@ -331,6 +396,10 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   }
 
   void check_counts(std::size_t params, std::size_t grads) const {
+    if (!training_)  // every step path passes here first
+      tessel::detail::throw_error(
+          "step() in eval mode: with iterate averaging the parameters hold the averaged sequence "
+          "between eval() and train(); call train(params) first.");
     if (params != plan_.num_params())
       tessel::detail::throw_error(tessel::detail::sentence(
           "step got ", params, " parameters but the plan has ", plan_.num_params(), "."));
@@ -531,6 +600,17 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // accumulates every block; returns the first failure in plan order. Nothing is updated.
   std::optional<BlockFailure> accumulate_step() {
     ++step_;
+    if (averaging()) {
+      IterateAveragingConfig const& av = options_.averaging;
+      mu_y_ = static_cast<T>(av.train_interp_coeff);
+      if (av.type == AveragingType::schedule_free) {
+        double const power = std::pow(options_.lr, av.eval_coeff_lr_power);
+        lr_sum_ += power;
+        mu_x_ = static_cast<T>(lr_sum_ > 0.0 ? 1.0 - power / lr_sum_ : 0.0);
+      } else {
+        mu_x_ = static_cast<T>(av.eval_interp_coeff);
+      }
+    }
     StepScalars<T> const s = step_scalars<T>(options_, step_, peak_lr_);
     for (auto& g : groups_)
       for (auto& m : g.modes) std::swap(m.bound, m.pending);  // the accepted pre-check's bounds
@@ -768,6 +848,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       out[gi] = direction[gi] == g.spare.data() ? g.search.data() : g.spare.data();
     }
     update_segments(params, s, direction, out, IntoUpdates, stage_momentum);
+    if (averaging()) z_ready_ = true;
     if constexpr (IntoUpdates) {
       for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
         auto const gi = static_cast<std::size_t>(plan_.blocks[b].group);
@@ -928,6 +1009,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     };
     if (options_.preconditioner == PreconditionerType::eigenvalue_corrected)
       each(g.corrected, {"shampoo", "corrected_eigenvalues"});
+    if (averaging()) each(g.z, {"weight_buffer"});
     if (options_.beta1 != 0.0) each(g.filtered, {"filtered_grad"});
     if (options_.momentum != 0.0) each(g.momentum, {"momentum_buffer"});
     if (keeps_grafting_state(options_.grafting.type)) each(g.grafting, {"adagrad"});
@@ -942,9 +1024,16 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // Every key of the state with its dtype and shape, the data zero-filled.
   StateDict expected_state() const {
     StateDict out;
-    for (std::size_t p = 0; p < plan_.num_params(); ++p)
+    for (std::size_t p = 0; p < plan_.num_params(); ++p) {
       out[{std::to_string(key_of(p)), "step"}] =
           StateTensor{DType::i64, {}, std::vector<std::byte>(sizeof(std::int64_t))};
+      if (averaging()) {  // per parameter, as Distributed Shampoo aliases its group's scalars
+        out[{std::to_string(key_of(p)), "lr_sum"}] =
+            StateTensor{DType::f64, {}, std::vector<std::byte>(sizeof(double))};
+        out[{std::to_string(key_of(p)), "train_mode"}] =
+            StateTensor{DType::bool_, {}, std::vector<std::byte>(1)};
+      }
+    }
     for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
       Group const& g = groups_[gi];
       for_each_state_buffer(gi, [&](auto const&, index_t slot_bytes, auto key_of, DType dtype,
@@ -999,6 +1088,14 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
             "'s is ", step, "; all parameters share one step."));
       step = v;
     }
+    if (averaging())  // one lr_sum and one mode for all parameters, as one step
+      for (std::size_t p = 1; p < plan_.num_params(); ++p)
+        for (char const* name : {"lr_sum", "train_mode"})
+          if (state.at({std::to_string(key_of(p)), name}).data !=
+              state.at({std::to_string(key_of(0)), name}).data)
+            tessel::detail::throw_error(tessel::detail::sentence(
+                "the state's ", name, " of parameter ", key_of(p), " differs from parameter ",
+                key_of(0), "'s; all parameters share one ", name, "."));
     return step;
   }
 
@@ -1018,6 +1115,12 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       });
     B::wait(executor_);
     step_ = step;
+    if (averaging() && plan_.num_params() > 0) {
+      std::string const first = std::to_string(key_of(0));
+      std::memcpy(&lr_sum_, state.at({first, "lr_sum"}).data.data(), sizeof lr_sum_);
+      training_ = state.at({first, "train_mode"}).data[0] != std::byte{0};
+      z_ready_ = step > 0;
+    }
     for (auto& g : groups_) {
       std::fill(g.failures.begin(), g.failures.end(), 0);
       for (auto& m : g.modes)  // unknown until the next step reads the loaded factors
@@ -1032,6 +1135,13 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   std::vector<index_t> update_offsets_;        // per plan block, and the total at the end
   typename B::template Buffer<T> grad_flags_;  // per parameter: sum(grad * 0)
   index_t step_ = 0;
+  // Iterate averaging: sum_t lr_t^p (schedule-free), this step's mu_x and mu_y, whether the
+  // parameters hold y (train) or the averaged x (eval), and whether z holds its sequence yet (z =
+  // y until the first step writes it; a loaded state at a step > 0 holds it).
+  double lr_sum_ = 0.0;
+  T mu_x_ = 0, mu_y_ = 1;
+  bool training_ = true;
+  bool z_ready_ = false;
   std::vector<index_t> keys_;  // ParamKeys: the caller's index of each parameter (empty: p)
   double peak_lr_ = 0.0;       // the lr at construction (corrected and independent weight decay)
 };
@@ -1142,8 +1252,14 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
     ShampooBase<T, X>::state_dict() const {
   StateDict out = expected_state();
   std::int64_t const step = step_;
-  for (std::size_t p = 0; p < plan_.num_params(); ++p)
+  for (std::size_t p = 0; p < plan_.num_params(); ++p) {
     std::memcpy(out[{std::to_string(key_of(p)), "step"}].data.data(), &step, sizeof step);
+    if (averaging()) {
+      std::memcpy(out[{std::to_string(key_of(p)), "lr_sum"}].data.data(), &lr_sum_, sizeof lr_sum_);
+      out[{std::to_string(key_of(p)), "train_mode"}].data[0] =
+          training_ ? std::byte{1} : std::byte{0};
+    }
+  }
   for (std::size_t gi = 0; gi < groups_.size(); ++gi)
     for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of, DType,
                                   std::vector<index_t> const&) {
@@ -1241,6 +1357,10 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     }
     if (options_.kl_shampoo && takes_roots(options_.preconditioner) && g.modes.size() >= 2)
       g.kl = B::template allocate<T>(n * static_cast<index_t>(g.modes.size()));
+    if (averaging()) {
+      g.z = B::template allocate<T>(n);
+      assign(flat(g.z.data(), n), T(0), executor_);  // z = y at the first step (z_ready_)
+    }
     g.grad = B::template allocate<T>(n);
     g.search = B::template allocate<T>(n);
     g.spare = B::template allocate<T>(n);
@@ -1312,7 +1432,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
         std::vector<T*> const& params, StepScalars<T> const& s, std::vector<T*> const& direction,
         std::vector<T*> const& out, bool into_updates, bool stage_momentum) {
   if constexpr (is_static_plan_v<P>) {
-    if (!into_updates && this->options_.momentum == 0.0) {
+    if (!into_updates && this->options_.momentum == 0.0 && !this->averaging()) {
       for_each_static_segment([&](Group& g, auto const& seg) {
         auto const gi = static_cast<std::size_t>(&g - this->groups_.data());
         if (direction[gi]) this->plain_update_segment(g, seg, params, s, direction[gi]);

@@ -123,6 +123,25 @@ struct NewtonSchulzConfig {
 // Shampoo's CORRECTED and INDEPENDENT, whose PEAK_LR is the constructor's lr).
 enum class WeightDecayType { decoupled, l2, corrected, independent };
 
+// Iterate averaging (Distributed Shampoo's GeneralizedPrimalAveragingConfig and
+// ScheduleFreeConfig; its ClassicMomentumConfig is momentum / dampening / use_nesterov). Besides
+// the parameters y (where gradients are taken) the optimizer keeps z, the plain descent sequence
+// (state key weight_buffer, z = y at the first step): with u the step's update before weight
+// decay, decay coefficient a and mu_x, mu_y the evaluation and training interpolation
+// coefficients,
+//   z' = (1 - lr a) z,   y <- y + (1 - mu_x) (z' - y) - (1 - mu_x mu_y) lr u,   z <- z' - lr u.
+// generalized_primal: mu_x = eval_interp_coeff; schedule_free: mu_x = 1 - lr^p / sum_t lr_t^p with
+// p = eval_coeff_lr_power (the sum, state key lr_sum, includes this step). eval(params) moves the
+// parameters to the averaged sequence x = y + (1 - 1 / mu_y) (z - y), train(params) back.
+enum class AveragingType { none, generalized_primal, schedule_free };
+
+struct IterateAveragingConfig {
+  AveragingType type = AveragingType::none;
+  double eval_interp_coeff = 0.9;   // mu_x of generalized_primal, in [0, 1)
+  double train_interp_coeff = 0.8;  // mu_y, in (0, 1]
+  double eval_coeff_lr_power = 2;   // p of schedule_free
+};
+
 // Per tensor order: one exponent for every dimension, or exponents for some dimensions (the others
 // keep the default 1 / (2 * max(order, 1))). An exponent of 0 leaves that dimension
 // unpreconditioned; the root is 1 / exponent.
@@ -162,6 +181,7 @@ struct Options {
   // accumulates the outer products of the gradient preconditioned along the block's other modes
   // by their current inverse roots, G x_{i != k} R_i, instead of the gradient's.
   bool kl_shampoo = false;
+  IterateAveragingConfig averaging{};  // with momentum 0
 };
 
 inline std::string_view grafting_name(GraftingType t) {
@@ -192,6 +212,18 @@ inline std::string_view preconditioner_name(PreconditionerType t) {
       return "eigenvalue-corrected Shampoo";
     case PreconditionerType::eigendecomposed:
       return "eigendecomposed Shampoo";
+  }
+  return "unknown";
+}
+
+inline std::string_view averaging_name(AveragingType t) {
+  switch (t) {
+    case AveragingType::none:
+      return "none";
+    case AveragingType::generalized_primal:
+      return "generalized primal averaging";
+    case AveragingType::schedule_free:
+      return "schedule-free";
   }
   return "unknown";
 }
@@ -292,6 +324,18 @@ inline std::vector<std::string> ignored_options(Options const& o) {
   if (o.preconditioner != PreconditionerType::spectral_descent && ns_set)
     note("the newton_schulz settings have no effect with ", preconditioner_name(o.preconditioner),
          " (spectral descent uses them).");
+  IterateAveragingConfig const& av = o.averaging;
+  IterateAveragingConfig const av_default{};
+  if (av.type != AveragingType::generalized_primal &&
+      av.eval_interp_coeff != av_default.eval_interp_coeff)
+    note("eval_interp_coeff ", av.eval_interp_coeff, " has no effect with iterate averaging ",
+         averaging_name(av.type), " (generalized primal averaging uses it).");
+  if (av.type != AveragingType::schedule_free &&
+      av.eval_coeff_lr_power != av_default.eval_coeff_lr_power)
+    note("eval_coeff_lr_power ", av.eval_coeff_lr_power, " has no effect with iterate averaging ",
+         averaging_name(av.type), " (schedule-free uses it).");
+  if (av.type == AveragingType::none && av.train_interp_coeff != av_default.train_interp_coeff)
+    note("train_interp_coeff ", av.train_interp_coeff, " has no effect without iterate averaging.");
   if (o.kl_shampoo && !takes_roots(o.preconditioner))
     note("kl_shampoo has no effect with ", preconditioner_name(o.preconditioner),
          " (shampoo and eigendecomposed Shampoo use it).");
@@ -461,6 +505,30 @@ inline void validate(Options const& o) {
   }
   if (!known_preconditioner)
     bad("preconditioner ", static_cast<int>(o.preconditioner), " is not a PreconditionerType.");
+  IterateAveragingConfig const& av = o.averaging;
+  bool known_averaging = false;
+  switch (av.type) {
+    case AveragingType::none:
+      known_averaging = true;
+      break;
+    case AveragingType::generalized_primal:
+      if (!(av.eval_interp_coeff >= 0.0 && av.eval_interp_coeff < 1.0))
+        bad("eval_interp_coeff must be in [0, 1), got ", av.eval_interp_coeff, ".");
+      [[fallthrough]];
+    case AveragingType::schedule_free:
+      if (!(av.train_interp_coeff > 0.0 && av.train_interp_coeff <= 1.0))
+        bad("train_interp_coeff must be in (0, 1], got ", av.train_interp_coeff, ".");
+      if (!std::isfinite(av.eval_coeff_lr_power))
+        bad("eval_coeff_lr_power must be finite, got ", av.eval_coeff_lr_power, ".");
+      if (o.momentum != 0.0)
+        bad("momentum ", o.momentum, " and iterate averaging ", averaging_name(av.type),
+            " exclude each other (Distributed Shampoo's iterate_averaging_config is one of "
+            "them); set momentum 0.");
+      known_averaging = true;
+      break;
+  }
+  if (!known_averaging)
+    bad("iterate averaging type ", static_cast<int>(av.type), " is not an AveragingType.");
   NewtonSchulzConfig const& ns = o.newton_schulz;
   if (ns.num_iterations < 0)
     bad("newton_schulz num_iterations must be >= 0, got ", ns.num_iterations, ".");

@@ -124,6 +124,10 @@ class GroupedShampoo {
     for (std::size_t gi = 0; gi < optimizers_.size(); ++gi) base(gi).finish_step(ptrs[gi].first);
   }
 
+  // Iterate averaging's eval() and train() (ShampooBase::eval) for every group that averages.
+  void eval(std::vector<std::span<T>> const& params) { switch_mode(params, false); }
+  void train(std::vector<std::span<T>> const& params) { switch_mode(params, true); }
+
   // Every group's state, keyed by the parameters' indices (as one Distributed Shampoo over all
   // the groups keys it).
   StateDict state_dict() const {
@@ -172,6 +176,18 @@ class GroupedShampoo {
   }
 
  private:
+  void switch_mode(std::vector<std::span<T>> const& params, bool to_train) {
+    if (params.size() != shapes_.size())
+      tessel::detail::throw_error(tessel::detail::sentence(
+          to_train ? "train" : "eval", " got ", params.size(), " parameters but the optimizer has ",
+          shapes_.size(), " parameters."));
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+      std::vector<T*> ps;
+      for (index_t p : groups_[gi].params) ps.push_back(params[static_cast<std::size_t>(p)].data());
+      base(gi).switch_mode(ps, to_train);
+    }
+  }
+
   using Base = ShampooBase<T, X>;
   // The steps' halves are ShampooBase's (this class is its friend).
   Base& base(std::size_t g) { return *optimizers_[g]; }

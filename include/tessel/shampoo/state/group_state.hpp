@@ -53,6 +53,7 @@ struct GroupState {
   Buffer<T> filtered, momentum, grafting;  // count * numel each, when in use
   Buffer<T> corrected;                     // eigenvalue-corrected Shampoo: V, count * numel
   Buffer<T> kl;  // KL-Shampoo: per mode, the gradient preconditioned along the other modes
+  Buffer<T> z;   // iterate averaging: the descent sequence z, count * numel
   Buffer<T> staged_momentum;  // a distributed step's momentum until it commits
   Buffer<T> grad, direction, search, spare;
   Buffer<T> scale;                  // per slot: the grafting rescale
