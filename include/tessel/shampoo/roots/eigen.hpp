@@ -72,6 +72,37 @@ void eigen_roots_in(X const& x, S* work, index_t count, index_t d, EigenvalueMap
   roots_from_eigendecomposition(x, q, static_cast<S const*>(lambda.data()), count, d, rule, out);
 }
 
+// The double retry's input: work (count, d, d) = A rounded to T (as the T solve saw it), plus
+// the ridge epsilon (rounded to T likewise) on the diagonals when `ridge`.
+template <class T, class X, class In>
+void retry_input(X const& x, In const& in, double* work, index_t count, index_t d, double epsilon,
+                 bool ridge) {
+  using B = exec::Memory<X>;
+  assign(B::view(work, matrices_layout(count, d)), cast<T>(in), x);
+  if (ridge) {
+    auto diagonal = B::view(work, diagonal_layout(count, d));
+    assign(diagonal, diagonal + static_cast<double>(static_cast<T>(epsilon)), x);
+  }
+}
+
+// Which matrices take the double retry's result: those whose T solve failed (info != 0, input
+// finite) and whose double solve converged; they are marked retried, and their info cleared.
+// Returns the choice per matrix as T(1) / T(0), for a where() over the batch.
+template <class T>
+std::vector<T> retry_choice(std::span<RootResult> results, std::vector<int>& host_info,
+                            std::vector<int> const& host_info64) {
+  std::vector<T> take(host_info.size(), T(0));
+  for (std::size_t i = 0; i < take.size(); ++i) {
+    if (results[i].status != RootStatus::ok || host_info[i] == 0) continue;
+    results[i].retried_in_double = true;
+    if (host_info64[i] == 0) {
+      take[i] = T(1);
+      host_info[i] = 0;
+    }
+  }
+  return take;
+}
+
 }  // namespace detail
 
 // X_b = A_b^(-1/root) for the count matrices of `in` (an expression or tensor of shape
@@ -129,28 +160,13 @@ void eigen_inverse_roots(X const& x, In const& in, Out const& out, index_t count
     auto work64 = B::template scratch<double>(x, count * d * d);
     auto out64 = B::template scratch<double>(x, count * d * d);
     auto info64 = B::template scratch<int>(x, count);
-    auto a64 = B::view(work64.data(), detail::matrices_layout(count, d));
-    assign(a64, cast<T>(in), x);
-    if (ridge) {
-      auto diagonal = B::view(work64.data(), detail::diagonal_layout(count, d));
-      assign(diagonal, diagonal + static_cast<double>(static_cast<T>(epsilon)), x);
-    }
+    detail::retry_input<T>(x, in, work64.data(), count, d, epsilon, ridge);
     auto x64 = B::view(out64.data(), detail::matrices_layout(count, d));
     detail::eigen_roots_in<double>(x, work64.data(), count, d, rule, x64, info64.data());
     std::vector<int> host_info64(static_cast<std::size_t>(count));
     B::to_host(x, info64.data(), count, host_info64.data());
     B::wait(x);
-    // Take the double result where the T solve failed and the double one did not.
-    std::vector<T> take(static_cast<std::size_t>(count), T(0));
-    for (index_t b = 0; b < count; ++b) {
-      auto const i = static_cast<std::size_t>(b);
-      if (results[i].status != RootStatus::ok || host_info[i] == 0) continue;
-      results[i].retried_in_double = true;
-      if (host_info64[i] == 0) {
-        take[i] = T(1);
-        host_info[i] = 0;
-      }
-    }
+    std::vector<T> const take = detail::retry_choice<T>(results, host_info, host_info64);
     auto const chosen = B::template scratch<T>(x, count);
     B::from_host(x, take.data(), count, chosen.data());
     auto const pick = B::view(chosen.data(), detail::per_matrix_layout(count, d));
@@ -252,27 +268,14 @@ void factor_eigendecomposition(X const& x, In const& in, Q const& q, T* lambda, 
     auto q64 = B::template scratch<double>(x, count * d * d);
     auto l64 = B::template scratch<double>(x, count * d);
     auto info64 = B::template scratch<int>(x, count);
+    detail::retry_input<T>(x, in, q64.data(), count, d, epsilon, ridge);
     auto a64 = B::view(q64.data(), detail::matrices_layout(count, d));
-    assign(a64, cast<T>(in), x);
-    if (ridge) {
-      auto diagonal = B::view(q64.data(), detail::diagonal_layout(count, d));
-      assign(diagonal, diagonal + static_cast<double>(static_cast<T>(epsilon)), x);
-    }
     eigh(x, B::view(l64.data(), make_layout(make_shape(count, d))), a64,
          B::view(info64.data(), make_layout(make_shape(count))));
     std::vector<int> host_info64(static_cast<std::size_t>(count));
     B::to_host(x, info64.data(), count, host_info64.data());
     B::wait(x);
-    std::vector<T> take(static_cast<std::size_t>(count), T(0));
-    for (index_t b = 0; b < count; ++b) {
-      auto const i = static_cast<std::size_t>(b);
-      if (results[i].status != RootStatus::ok || host_info[i] == 0) continue;
-      results[i].retried_in_double = true;
-      if (host_info64[i] == 0) {
-        take[i] = T(1);
-        host_info[i] = 0;
-      }
-    }
+    std::vector<T> const take = detail::retry_choice<T>(results, host_info, host_info64);
     auto const chosen = B::template scratch<T>(x, count);
     B::from_host(x, take.data(), count, chosen.data());
     T const* pick = chosen.data();
