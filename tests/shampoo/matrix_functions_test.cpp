@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <span>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -30,6 +31,23 @@ Mat inverse_root(Mat const& A, double root, double eps, RootConfig const& c,
   RootResult r = matrix_inverse_root<double>(A.data(), A.rows(), root, eps, c, X.data());
   EXPECT_EQ(r.status, expect);
   return X;
+}
+
+// The retry in double takes the double result exactly where the T solve failed on a finite input
+// and the double solve converged; it marks every retried matrix, and clears the failures it mends.
+TEST(MatrixInverseRoot, TheRetryInDoubleTakesOnlyMendedFailures) {
+  std::vector<RootResult> results(4);
+  results[2].status = RootStatus::non_finite_input;
+  std::vector<int> info{0, 3, 5, 2};
+  std::vector<int> const info64{0, 0, 0, 4};
+  std::vector<float> const take =
+      tessel::shampoo::detail::retry_choice<float>(std::span<RootResult>(results), info, info64);
+  EXPECT_EQ(take, (std::vector<float>{0.0f, 1.0f, 0.0f, 0.0f}));
+  EXPECT_EQ(info, (std::vector<int>{0, 0, 5, 2}));
+  EXPECT_FALSE(results[0].retried_in_double);
+  EXPECT_TRUE(results[1].retried_in_double);
+  EXPECT_FALSE(results[2].retried_in_double);
+  EXPECT_TRUE(results[3].retried_in_double);
 }
 
 TEST(MatrixInverseRoot, DiagonalOneFourWithRootTwo) {
