@@ -1,5 +1,5 @@
-// Shampoo, eigenvalue-corrected Shampoo (SOAP) and spectral descent (Muon) side by side on a
-// small MLP: two CombinedLinear layers
+// Shampoo, eigenvalue-corrected Shampoo (SOAP), spectral descent (Muon) and Shampoo with
+// Schedule-Free averaging side by side on a small MLP: two CombinedLinear layers
 // (weight and bias in one matrix each) fit a random teacher network, once per preconditioner from
 // the same start and the same batches. The blocking plan is computed by the compiler from the
 // static parameter shapes and stays a type (shampoo::static_plan<plan>): each batch group's block
@@ -97,17 +97,24 @@ int main() {
   soap_options.beta2 = 0.95;
   soap_options.epsilon = 1e-8;
   soap_options.precondition_frequency = 5;
+  // Shampoo with Schedule-Free averaging: the same direction, the parameters an interpolation of
+  // the descent sequence and its lr^2-weighted average (no schedule needed); its losses are at the
+  // training sequence y, where the gradients are taken.
+  shampoo::Options free_options = shampoo_options;
+  free_options.averaging.type = shampoo::AveragingType::schedule_free;
+  free_options.averaging.train_interp_coeff = 0.9;
   std::vector<double> const shampoo_loss = train(shampoo_options);
+  std::vector<double> const free_loss = train(free_options);
   std::vector<double> const soap_loss = train(soap_options);
   std::vector<double> const muon_loss = train(muon_options);
-  std::printf("step  Shampoo   SOAP     Muon\n");
+  std::printf("step  Shampoo   SOAP     Muon     Shampoo+SF\n");
   for (std::size_t step = 1; step <= shampoo_loss.size(); ++step)
     if (step == 1 || step % 10 == 0)
-      std::printf("%4zu  %.4f  %.4f  %.4f\n", step, shampoo_loss[step - 1], soap_loss[step - 1],
-                  muon_loss[step - 1]);
-  // All three fit the teacher: the last loss well under the first.
+      std::printf("%4zu  %.4f  %.4f  %.4f  %.4f\n", step, shampoo_loss[step - 1],
+                  soap_loss[step - 1], muon_loss[step - 1], free_loss[step - 1]);
+  // All four fit the teacher: the last loss well under the first.
   bool ok = true;
-  for (auto const* losses : {&shampoo_loss, &soap_loss, &muon_loss})
+  for (auto const* losses : {&shampoo_loss, &soap_loss, &muon_loss, &free_loss})
     ok = ok && losses->back() < 0.5 * losses->front();
   if (!ok) std::printf("a run did not halve its loss\n");
   return ok ? 0 : 1;
