@@ -45,6 +45,18 @@ TEST(DistributedShampoo, OneRankIsBitIdenticalToShampooInEveryMode) {
   }
 }
 
+// Exchanged updates u (w <- w - lr u) cannot move the parameters toward iterate averaging's z:
+// the optimizer refuses averaging when it is built, with the local optimizer's sentence.
+TEST(DistributedShampoo, IterateAveragingIsRefusedWhenBuilt) {
+  dist::SingleProcessCommunicator world;
+  Options o;
+  o.averaging.type = AveragingType::generalized_primal;
+  EXPECT_EQ(error_of([&] { DistributedShampoo<float> opt(world, plan_for(1), o); }),
+            "iterate averaging (generalized primal averaging) moves the parameters toward its "
+            "averaged sequence, which no update u of w <- w - lr u expresses: compute_updates and "
+            "the distributed optimizers do not support it; use step().");
+}
+
 TEST(DistributedShampoo, ParametersMove) {
   dist::SingleProcessCommunicator world;
   auto moved = distributed<float>(world, Options{}, {}, 1);

@@ -232,6 +232,7 @@ class DistributedShampoo {
     detail::agree(world, executor_, [&] {
       local_ =
           std::make_unique<Local>(owned_plan(plan_, group_->rank()), std::move(options), executor_);
+      local_->check_updates_express_the_step();  // exchanged updates cannot average iterates
     });
     build_layout();
   }
