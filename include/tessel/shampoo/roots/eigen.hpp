@@ -30,6 +30,23 @@ namespace tessel::shampoo {
 
 namespace detail {
 
+// The eigenvalue map of the eigen settings (eigenvalue_map.hpp), for fresh and cached
+// decompositions alike.
+inline EigenvalueMap eigenvalue_map_of(double root, double epsilon, EigenConfig const& config) {
+  return {root,
+          epsilon,
+          config.pseudo_inverse,
+          config.perturb_before_computation,
+          config.rank_atol,
+          config.rank_rtol};
+}
+
+// Whether A + epsilon I is decomposed (perturbation before the computation, not the
+// pseudo-inverse).
+inline bool adds_ridge(EigenConfig const& config) {
+  return config.perturb_before_computation && !config.pseudo_inverse;
+}
+
 // out_b = Q_b diag(f(lambda_b)) Q_b^T, f the eigenvalue map, from the eigendecomposition
 // q(b, i, j) = Q_b[i][j] (any layout) and lambda (count, d), which is read, not changed: the
 // inverse root of a fresh decomposition (eigen_roots_in) and of a cached one (eigendecomposed
@@ -117,13 +134,8 @@ void eigen_inverse_roots(X const& x, In const& in, Out const& out, index_t count
   using B = exec::Memory<X>;
   for (auto& r : results) r = RootResult{};
   if (count == 0 || d == 0) return;
-  EigenvalueMap const rule{root,
-                           epsilon,
-                           config.pseudo_inverse,
-                           config.perturb_before_computation,
-                           config.rank_atol,
-                           config.rank_rtol};
-  bool const ridge = config.perturb_before_computation && !config.pseudo_inverse;
+  EigenvalueMap const rule = detail::eigenvalue_map_of(root, epsilon, config);
+  bool const ridge = detail::adds_ridge(config);
   auto work = B::template scratch<T>(x, count * d * d);
   auto info = B::template scratch<int>(x, count);
   auto flags = B::template scratch<T>(x, 2 * count);  // input, output: NaN when not finite
@@ -236,7 +248,7 @@ void factor_eigendecomposition(X const& x, In const& in, Q const& q, T* lambda, 
   using B = exec::Memory<X>;
   for (auto& r : results) r = RootResult{};
   if (count == 0 || d == 0) return;
-  bool const ridge = config.perturb_before_computation && !config.pseudo_inverse;
+  bool const ridge = detail::adds_ridge(config);
   auto info = B::template scratch<int>(x, count);
   auto flags = B::template scratch<T>(x, 3 * count);  // input, Q, lambda: NaN when not finite
   auto flag = [&](index_t k) {
@@ -311,12 +323,7 @@ void eigendecomposed_inverse_roots(X const& x, Q const& q, T const* lambda, inde
                                    index_t d, double root, double epsilon,
                                    EigenConfig const& config, Out const& out) {
   if (count == 0 || d == 0) return;
-  EigenvalueMap const rule{root,
-                           epsilon,
-                           config.pseudo_inverse,
-                           config.perturb_before_computation,
-                           config.rank_atol,
-                           config.rank_rtol};
+  EigenvalueMap const rule = detail::eigenvalue_map_of(root, epsilon, config);
   detail::roots_from_eigendecomposition(x, q, lambda, count, d, rule, out);
 }
 
