@@ -3,6 +3,7 @@
 // executor, and the sentences for operands that do not fit.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -207,6 +208,97 @@ TEST(DenseSyrk, TransposedOperand) {
   exec::syrk(exec::Serial{}, c.view(), transpose(at_storage.view()));
   auto const a = transpose(at_storage.view());
   expect_close(values(c, 1, n, n), reference_gemm(1, n, n, k, a, at_storage, c, 1.0, 0.0), 1e-5);
+}
+
+// The arguments exec::gemm and exec::syrk hand cuBLAS (exec/cuda/dense.hpp), checked without a
+// GPU: the rules cublasGemmStridedBatchedEx enforces on them (each ld at least the rows of the
+// matrix it strides, column-major), and the product a column-major BLAS computes from them, for
+// every storage order of every operand, matrices with an extent of 1 included (the (k, 1)
+// operand of a syrk, whose transpose once went out with ld 1 and was refused).
+struct BlasArgs {
+  static void expect_legal(exec::detail::ColumnMajorGemm<double, double const> const& g) {
+    auto const at_least_1 = [](index_t x) { return x > 1 ? x : index_t{1}; };
+    EXPECT_GE(g.lda, at_least_1(g.trans_a ? g.k : g.m)) << "lda";
+    EXPECT_GE(g.ldb, at_least_1(g.trans_b ? g.n : g.k)) << "ldb";
+    EXPECT_GE(g.ldc, at_least_1(g.m)) << "ldc";
+  }
+  // C' = alpha op(A') op(B') + beta C', column-major, as the library defines it.
+  static void run(exec::detail::ColumnMajorGemm<double, double const> const& g, double alpha,
+                  double beta) {
+    auto const op = [](double const* p, bool trans, index_t ld, index_t i, index_t j) {
+      return trans ? p[j + i * ld] : p[i + j * ld];
+    };
+    for (index_t q = 0; q < g.batch; ++q)
+      for (index_t i = 0; i < g.m; ++i)
+        for (index_t j = 0; j < g.n; ++j) {
+          double s = 0;
+          for (index_t p = 0; p < g.k; ++p)
+            s += op(g.a + q * g.stride_a, g.trans_a, g.lda, i, p) *
+                 op(g.b + q * g.stride_b, g.trans_b, g.ldb, p, j);
+          double& c = g.c[q * g.stride_c + i + j * g.ldc];
+          c = alpha * s + beta * c;
+        }
+  }
+};
+
+template <class Cv, class Av, class Bv>
+void expect_blas_arguments_compute_the_product(Cv const& c, Av const& a, Bv const& b) {
+  auto cm = exec::detail::matrix_batch(c, "C");
+  auto const am = exec::detail::as_const(exec::detail::matrix_batch(a, "A"));
+  auto const bm = exec::detail::as_const(exec::detail::matrix_batch(b, "B"));
+  exec::detail::check_gemm(cm, am, bm);
+  index_t const m = cm.rows, n = cm.cols, k = am.cols;
+  auto const want = reference_gemm(1, m, n, k, a, b, c, 0.5, -1.0);
+  auto const g = exec::detail::column_major_gemm(cm, am, bm);
+  BlasArgs::expect_legal(g);
+  BlasArgs::run(g, 0.5, -1.0);
+  expect_close(values(c, 1, m, n), want, 1e-12);
+}
+
+TEST(DenseCublasArguments, AreLegalAndComputeTheProductForEveryStorageOrderAndVectorShape) {
+  for (auto [m, n, k] : {std::array<index_t, 3>{3, 4, 5},
+                         {1, 4, 5},
+                         {3, 1, 5},
+                         {3, 4, 1},
+                         {1, 1, 5},
+                         {6, 6, 1},
+                         {1, 1, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "m " << m << " n " << n << " k " << k);
+    auto a = random_tensor<double>(make_shape(m, k), -1, 1, 12);
+    auto b = random_tensor<double>(make_shape(k, n), -1, 1, 13);
+    auto const a_col = column_major_copy<double>(a, m, k);
+    auto const b_col = column_major_copy<double>(b, k, n);
+    for (int orders = 0; orders < 8; ++orders) {
+      SCOPED_TRACE(orders);
+      auto c_row = random_tensor<double>(make_shape(m, n), -1, 1, 14);
+      auto c_col = random_tensor<double>(make_shape(n, m), -1, 1, 15);
+      auto const with_b = [&](auto const& cv, auto const& av) {
+        if (orders & 2)
+          expect_blas_arguments_compute_the_product(cv, av, b.view());
+        else
+          expect_blas_arguments_compute_the_product(cv, av, transpose(b_col.view()));
+      };
+      auto const with_a = [&](auto const& cv) {
+        if (orders & 1)
+          with_b(cv, a.view());
+        else
+          with_b(cv, transpose(a_col.view()));
+      };
+      if (orders & 4)
+        with_a(c_row.view());
+      else
+        with_a(transpose(c_col.view()));
+    }
+    // syrk's call: C = A A^T, B the relabeled descriptor of A (not normalized again).
+    auto c = random_tensor<double>(make_shape(m, m), -1, 1, 16);
+    auto const want = reference_gemm(1, m, m, k, a, transpose(a.view()), c, 0.5, -1.0);
+    auto const am = exec::detail::as_const(exec::detail::matrix_batch(a.view(), "A"));
+    auto const g = exec::detail::column_major_gemm(exec::detail::matrix_batch(c.view(), "C"), am,
+                                                   am.transposed());
+    BlasArgs::expect_legal(g);
+    BlasArgs::run(g, 0.5, -1.0);
+    expect_close(values(c, 1, m, m), want, 1e-12);
+  }
 }
 
 TEST(DenseErrors, SentencesNameTheOperands) {

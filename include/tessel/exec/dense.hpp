@@ -233,10 +233,8 @@ void gemm(X const& executor, C const& c, A const& a, B const& b, DenseScale scal
   auto am = detail::matrix_batch(a, "A");
   auto bm = detail::matrix_batch(b, "B");
   detail::check_gemm(cm, am, bm);
-  detail::MatrixBatch<T const> ac{am.data,         am.batch,      am.rows,      am.cols,
-                                  am.batch_stride, am.row_stride, am.col_stride};
-  detail::MatrixBatch<T const> bc{bm.data,         bm.batch,      bm.rows,      bm.cols,
-                                  bm.batch_stride, bm.row_stride, bm.col_stride};
+  auto ac = detail::as_const(am);
+  auto bc = detail::as_const(bm);
   if (!cm.row_major()) {  // C^T = B^T A^T, with C^T row-major
     cm = cm.transposed();
     auto const at = ac.transposed();
@@ -263,8 +261,7 @@ void syrk(X const& executor, C const& c, A const& a, DenseScale scale = {}) {
   detail::check_syrk(cm, am);
   // A A^T is symmetric, so a column-major C is written as its (row-major) transpose.
   if (!cm.row_major()) cm = cm.transposed();
-  detail::MatrixBatch<T const> ac{am.data,         am.batch,      am.rows,      am.cols,
-                                  am.batch_stride, am.row_stride, am.col_stride};
+  auto const ac = detail::as_const(am);
   index_t const work = cm.batch * cm.rows * cm.rows * (am.cols > 0 ? am.cols : 1);
   detail::host_syrk(detail::threads_for(executor, work), cm, ac, scale);
 }

@@ -21,10 +21,14 @@ namespace detail {
 
 template <class T>
 constexpr cudaDataType_t cublas_type() {
-  if constexpr (std::is_same_v<T, float>) return CUDA_R_32F;
-  else if constexpr (std::is_same_v<T, double>) return CUDA_R_64F;
-  else if constexpr (std::is_same_v<T, half>) return CUDA_R_16F;
-  else return CUDA_R_16BF;
+  if constexpr (std::is_same_v<T, float>)
+    return CUDA_R_32F;
+  else if constexpr (std::is_same_v<T, double>)
+    return CUDA_R_64F;
+  else if constexpr (std::is_same_v<T, half>)
+    return CUDA_R_16F;
+  else
+    return CUDA_R_16BF;
 }
 
 template <class T>
@@ -41,42 +45,30 @@ inline int cublas_int(index_t v, char const* what) {
 template <class TC, class TA>
 void device_gemm(cudaStream_t stream, MatrixBatch<TC> c, MatrixBatch<TA const> a,
                  MatrixBatch<TA const> b, DenseScale s) {
-  if (!c.row_major()) {  // C^T = B^T A^T, with C^T row-major
-    c = c.transposed();
-    auto const at = a.transposed();
-    a = b.transposed();
-    b = at;
-  }
   if (c.batch == 0 || c.rows == 0 || c.cols == 0) return;
-  // Row-major C (m, n) is column-major C^T (n, m) = B^T A^T: B first. A row-major operand is its
-  // own transpose in column-major terms (no op); a column-major one needs op T.
-  cublasOperation_t const op_b = b.row_major() ? CUBLAS_OP_N : CUBLAS_OP_T;
-  cublasOperation_t const op_a = a.row_major() ? CUBLAS_OP_N : CUBLAS_OP_T;
-  int const n = cublas_int(c.cols, "column count"), m = cublas_int(c.rows, "row count");
-  int const k = cublas_int(a.cols, "inner dimension");
-  int const batch = cublas_int(c.batch, "batch");
-  int const ldb = cublas_int(b.leading(), "leading dimension of B");
-  int const lda = cublas_int(a.leading(), "leading dimension of A");
-  int const ldc = cublas_int(c.leading(), "leading dimension of C");
-  long long const sb = b.batch == 1 ? 0 : b.batch_stride, sa = a.batch == 1 ? 0 : a.batch_stride;
-  long long const sc = c.batch_stride;
+  auto const g = column_major_gemm(c, a, b);
+  auto const op = [](bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; };
+  int const m = cublas_int(g.m, "column count"), n = cublas_int(g.n, "row count");
+  int const k = cublas_int(g.k, "inner dimension");
+  int const batch = cublas_int(g.batch, "batch");
+  int const lda = cublas_int(g.lda, "leading dimension of B");
+  int const ldb = cublas_int(g.ldb, "leading dimension of A");
+  int const ldc = cublas_int(g.ldc, "leading dimension of C");
+  long long const sa = g.stride_a, sb = g.stride_b, sc = g.stride_c;
   cublasHandle_t const h = gpu::cublas_handle(stream);
+  auto const call = [&](auto const* alpha, auto const* beta, cublasComputeType_t compute) {
+    gpu::check_cublas(cublasGemmStridedBatchedEx(
+                          h, op(g.trans_a), op(g.trans_b), m, n, k, alpha, g.a, cublas_type<TA>(),
+                          lda, sa, g.b, cublas_type<TA>(), ldb, sb, beta, g.c, cublas_type<TC>(),
+                          ldc, sc, batch, compute, CUBLAS_GEMM_DEFAULT),
+                      "cublasGemmStridedBatchedEx", "a batched matrix product");
+  };
   if constexpr (std::is_same_v<TA, double>) {
     double const alpha = s.alpha, beta = s.beta;
-    gpu::check_cublas(cublasGemmStridedBatchedEx(h, op_b, op_a, n, m, k, &alpha, b.data,
-                                                 cublas_type<TA>(), ldb, sb, a.data,
-                                                 cublas_type<TA>(), lda, sa, &beta, c.data,
-                                                 cublas_type<TC>(), ldc, sc, batch,
-                                                 CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT),
-                      "cublasGemmStridedBatchedEx", "a batched matrix product");
+    call(&alpha, &beta, CUBLAS_COMPUTE_64F);
   } else {
     float const alpha = static_cast<float>(s.alpha), beta = static_cast<float>(s.beta);
-    gpu::check_cublas(cublasGemmStridedBatchedEx(h, op_b, op_a, n, m, k, &alpha, b.data,
-                                                 cublas_type<TA>(), ldb, sb, a.data,
-                                                 cublas_type<TA>(), lda, sa, &beta, c.data,
-                                                 cublas_type<TC>(), ldc, sc, batch,
-                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                      "cublasGemmStridedBatchedEx", "a batched matrix product");
+    call(&alpha, &beta, CUBLAS_COMPUTE_32F);
   }
 }
 
@@ -95,11 +87,6 @@ constexpr void check_device_spaces() {
                     (std::is_same_v<typename Ops::space, DeviceSpace> && ...),
                 "tessel: exec::Cuda multiplies device tensors; use a host executor for host "
                 "tensors.");
-}
-
-template <class T>
-MatrixBatch<T const> as_const(MatrixBatch<T> const& m) {
-  return {m.data, m.batch, m.rows, m.cols, m.batch_stride, m.row_stride, m.col_stride};
 }
 
 }  // namespace detail

@@ -37,9 +37,13 @@ struct MatrixBatch {
 
   // Unit stride along the columns: each row is contiguous.
   constexpr bool row_major() const { return col_stride == 1; }
-  // The same elements seen as the transposed matrices (a free relabeling).
+  // The same elements seen as the transposed matrices (a free relabeling). A (k, 1) matrix with
+  // unit strides turns into a row-major (1, k) one whose row stride, 1, addresses nothing but is
+  // BLAS's "ld", which must be at least k: cuBLAS refuses it (an illegal lda), so it is raised.
   constexpr MatrixBatch transposed() const {
-    return {data, batch, cols, rows, batch_stride, col_stride, row_stride};
+    MatrixBatch t{data, batch, cols, rows, batch_stride, col_stride, row_stride};
+    if (t.rows == 1 && t.row_major() && t.row_stride < t.cols) t.row_stride = t.cols;
+    return t;
   }
   // The distance between consecutive rows (row-major) or columns (column-major): BLAS's "ld".
   constexpr index_t leading() const { return row_major() ? row_stride : col_stride; }
@@ -70,6 +74,55 @@ constexpr bool normalize(MatrixBatch<T>& m) {
     }
   }
   return m.batch == 0 || m.rows == 0 || m.cols == 0;
+}
+
+// A gemm as a column-major BLAS (cuBLAS) takes it: row-major C (m, n) is column-major C^T
+// (n, m) = B^T A^T, so B comes first; a row-major operand is its own transpose in column-major
+// terms (no op), a column-major one needs op T. A column-major C is first turned into a row-major
+// one (C^T = B^T A^T). The fields are in the library's terms (a is the first operand, B).
+template <class TC, class TA>
+struct ColumnMajorGemm {
+  bool trans_a = false, trans_b = false;
+  index_t m = 0, n = 0, k = 0, batch = 0;
+  TA* a = nullptr;
+  index_t lda = 0, stride_a = 0;
+  TA* b = nullptr;
+  index_t ldb = 0, stride_b = 0;
+  TC* c = nullptr;
+  index_t ldc = 0, stride_c = 0;
+};
+
+// @pre check_gemm(c, a, b) passed
+template <class TC, class TA>
+constexpr ColumnMajorGemm<TC, TA> column_major_gemm(MatrixBatch<TC> c, MatrixBatch<TA> a,
+                                                    MatrixBatch<TA> b) {
+  if (!c.row_major()) {
+    c = c.transposed();
+    auto const at = a.transposed();
+    a = b.transposed();
+    b = at;
+  }
+  return {.trans_a = !b.row_major(),
+          .trans_b = !a.row_major(),
+          .m = c.cols,
+          .n = c.rows,
+          .k = a.cols,
+          .batch = c.batch,
+          .a = b.data,
+          .lda = b.leading(),
+          .stride_a = b.batch == 1 ? 0 : b.batch_stride,
+          .b = a.data,
+          .ldb = a.leading(),
+          .stride_b = a.batch == 1 ? 0 : a.batch_stride,
+          .c = c.data,
+          .ldc = c.leading(),
+          .stride_c = c.batch_stride};
+}
+
+// The same descriptor, read-only.
+template <class T>
+constexpr MatrixBatch<T const> as_const(MatrixBatch<T> const& m) {
+  return {m.data, m.batch, m.rows, m.cols, m.batch_stride, m.row_stride, m.col_stride};
 }
 
 // The shape of one matrix, or of the batch, as error sentences write shapes.
