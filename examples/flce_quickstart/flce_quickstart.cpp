@@ -38,9 +38,10 @@ int main() {
   std::printf("grad_input row 2: % .6f % .6f % .6f (ignored row)\n", dx[6], dx[7], dx[8]);
 
   // Llama-3 8B's output layer at 16k tokens: chunking decided at compile time, on a GPU
-  // (Liger-Kernel's rule) and on the host (deeper chunks within a 64 MiB budget).
-  constexpr auto llama = flce::make_plan(16384_c, 4096_c, 128256_c);
-  static_assert(decltype(llama)::chunk_size == 512 && decltype(llama)::num_chunks == 32);
+  // (chunks of at most 1/4 of the batch within a 1 GiB budget) and on the host (at most 1/8 within
+  // 64 MiB).
+  constexpr auto llama = flce::make_device_plan(16384_c, 4096_c, 128256_c);
+  static_assert(decltype(llama)::chunk_size == 2048 && decltype(llama)::num_chunks == 8);
   constexpr auto llama_host = flce::make_host_plan(16384_c, 4096_c, 128256_c);
   static_assert(decltype(llama_host)::chunk_size == 128 && decltype(llama_host)::num_chunks == 128);
   std::printf(

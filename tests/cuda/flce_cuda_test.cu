@@ -201,7 +201,7 @@ TYPED_TEST(FlceCuda, MatchesTheReferenceForEveryReductionWithAllOptions) {
   for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none})
     for (bool options : {false, true}) {
       SCOPED_TRACE(std::string(reduction_name(r)) + (options ? " all options" : " plain"));
-      // 300 rows: the plan's chunks (32 rows for V=1000, H=96) do not divide BT; V is not a
+      // 300 rows: the device plan's chunks (64 rows, at most 1/4 of BT) do not divide BT; V is not a
       // multiple of the row kernel's 512 threads.
       Problem const p = random_problem(300, 96, 1000, 17u, options, options, options ? 0.2 : 0);
       ReferenceOptions o;

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include <tessel/flce/call.hpp>
 #include <tessel/flce/plan.hpp>
 #include <tessel/flce/plan_print.hpp>
 
@@ -121,10 +122,10 @@ TEST(FlcePlan, ScratchLayoutPlacesAlignedDisjointBuffers) {
 
 // The host plan, stated directly: the largest power of two of rows <= bt / 8 and <= 2048 whose
 // f32 logits fit in the budget (1 if none).
-index_t host_chunk(index_t bt, index_t v, index_t budget) {
+index_t host_chunk(index_t bt, index_t v, index_t budget, index_t parts = 8) {
   index_t best = 1;
   for (index_t p = 1; p <= 2048; p <<= 1)
-    if (p <= bt / 8 && p * v * 4 <= budget) best = p;
+    if (p <= bt / parts && p * v * 4 <= budget) best = p;
   return best;
 }
 
@@ -154,6 +155,43 @@ TEST(FlceHostPlan, FollowsItsFormulaOverAGridOfShapesAndBudgets) {
   EXPECT_EQ(make_host_plan(2048, 512, 32000).num_chunks, 8);
   EXPECT_EQ(make_host_plan(4096, 2048, 32000).chunk_size, 512);
   EXPECT_EQ(make_host_plan(100000, 4096, 4096).chunk_size, 2048);
+}
+
+// The device plan: the same rule within 1/4 of the logits and a 1 GiB budget. At the shapes
+// measured on an H200 (docs/benchmarks.md, "CUDA FLCE") it takes 1024 rows at BT 4096 and 2048 at
+// BT 16384, where Liger-Kernel's rule (make_plan) takes 128 and 512.
+constexpr auto device_llama = make_device_plan(Int<16384>{}, Int<4096>{}, Int<128256>{});
+static_assert(std::is_same_v<std::remove_cvref_t<decltype(device_llama)>,
+                             StaticFlcePlan<16384, 4096, 128256, 2048>>);
+static_assert(make_device_plan(16384, 4096, 128256) == FlcePlan(device_llama));
+static_assert(make_device_plan(Int<4096>{}, Int<4096>{}, Int<128256>{}).chunk_size == 1024);
+static_assert(make_plan(Int<4096>{}, Int<4096>{}, Int<128256>{}).chunk_size == 128);
+static_assert(
+    make_device_plan(Int<4096>{}, Int<4096>{}, Int<128256>{}, Int<256 << 20>{}).chunk_size == 512);
+static_assert(std::is_same_v<decltype(make_device_plan(Int<64>{}, 8, Int<8>{})), FlcePlan>);
+static_assert(std::is_same_v<
+              call_plan_t<decltype(make_device_tensor(static_cast<float const*>(nullptr),
+                                                      make_shape(Int<4096>{}, Int<4096>{}))),
+                          decltype(make_device_tensor(static_cast<float const*>(nullptr),
+                                                      make_shape(Int<128256>{}, Int<4096>{})))>,
+              StaticFlcePlan<4096, 4096, 128256, 1024>>);
+
+TEST(FlceDevicePlan, FollowsItsFormulaOverAGridOfShapesAndBudgets) {
+  for (index_t bt : {0, 1, 3, 4, 47, 64, 1000, 2048, 4096, 16384, 100000, 1 << 24})
+    for (index_t v : {1, 5, 123, 32000, 128256})
+      for (index_t budget : {index_t{0}, index_t{1} << 20, device_chunk_budget, index_t{1} << 34}) {
+        FlcePlan const p = make_device_plan(bt, 16, v, budget);
+        ASSERT_EQ(p.chunk_size, host_chunk(bt, v, budget, 4)) << bt << " " << v << " " << budget;
+        ASSERT_EQ(p.num_chunks, bt <= 0 ? 0 : (bt + p.chunk_size - 1) / p.chunk_size);
+        if (bt >= 4) {
+          ASSERT_LE(p.chunk_size * 4, bt);
+        }
+      }
+  EXPECT_EQ(make_device_plan(4096, 4096, 128256),
+            make_device_plan(4096, 4096, 128256, device_chunk_budget));
+  EXPECT_EQ(make_device_plan(16384, 4096, 128256).num_chunks, 8);
+  EXPECT_EQ(make_device_plan(16384, 4096, 128256).scratch_bytes(DType::bf16, Device::cuda),
+            FlcePlan(device_llama).scratch_bytes(DType::bf16, Device::cuda));
 }
 
 TEST(FlcePlan, RejectsImpossibleShapesWithASentence) {

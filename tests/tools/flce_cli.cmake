@@ -2,6 +2,8 @@
 # failures, from a GoogleTest program that runs the CLI (flce_cli_test.cpp).
 tessel_cli_test(plan_flce_contract "plan|flce|--bt|16384|--hidden|4096|--vocab|128256|--dtype|bf16"
   STDOUT "{\"chunk_size\": 512, \"num_chunks\": 32, \"scratch_bytes\": 394215680}")
+tessel_cli_test(plan_flce_device_cuda "plan|flce|--bt|16384|--hidden|4096|--vocab|128256|--dtype|bf16|--device|cuda"
+  STDOUT "{\"chunk_size\": 2048, \"num_chunks\": 8, \"scratch_bytes\": 1576222976}")
 tessel_cli_test(plan_flce_host_f32 "plan|flce|--bt|2048|--hidden|512|--vocab|32000|--device|host"
   STDOUT "{\"chunk_size\": 256, \"num_chunks\": 8, \"scratch_bytes\": 32794880}")
 tessel_cli_test(plan_flce_forced_chunk "plan|flce|--bt|100|--hidden|8|--vocab|8|--chunk-size|7"

@@ -41,7 +41,7 @@ using tessel::detail::throw_error;
 struct PlanFlceOptions {
   std::string bt, hidden, vocab;
   std::string dtype = "f32";
-  std::string device = "cuda";
+  std::string device;  // empty: Liger-Kernel's plan (make_plan), with CUDA's scratch
   std::string chunk_size;
 };
 
@@ -64,11 +64,13 @@ void run_plan_flce(PlanFlceOptions const& o) {
   auto const h = parse_integer(o.hidden, "--hidden");
   auto const v = parse_integer(o.vocab, "--vocab");
   DType const dtype = parse_flce_dtype(o.dtype);
-  flce::Device const device = parse_device(o.device, "--device");
+  flce::Device const device =
+      o.device.empty() ? flce::Device::cuda : parse_device(o.device, "--device");
   flce::FlcePlan const plan =
       !o.chunk_size.empty() ? flce::make_plan(bt, h, v, parse_integer(o.chunk_size, "--chunk-size"))
+      : o.device.empty()    ? flce::make_plan(bt, h, v)
       : device == flce::Device::host ? flce::make_host_plan(bt, h, v)
-                                     : flce::make_plan(bt, h, v);
+                                     : flce::make_device_plan(bt, h, v);
   std::cout << json_line({{"chunk_size", plan.chunk_size},
                           {"num_chunks", plan.num_chunks},
                           {"scratch_bytes", plan.scratch_bytes(dtype, device)}})
@@ -547,10 +549,10 @@ void add_flce_commands(CLI::App& app) {
   plan_cmd->add_option("--vocab", plan_opts->vocab, "Vocabulary size V")->required();
   plan_cmd->add_option("--dtype", plan_opts->dtype, "Storage type: f32, f64, f16 or bf16")
       ->capture_default_str();
-  plan_cmd
-      ->add_option("--device", plan_opts->device,
-                   "Whose plan and scratch: cuda (Liger-Kernel's chunking) or host (deeper chunks)")
-      ->capture_default_str();
+  plan_cmd->add_option("--device", plan_opts->device,
+                       "The plan a call on this device takes: cuda (make_device_plan) or host "
+                       "(make_host_plan); without it, Liger-Kernel's plan (make_plan) with CUDA's "
+                       "scratch");
   plan_cmd->add_option("--chunk-size", plan_opts->chunk_size,
                        "Rows per chunk (default: heuristic)");
   plan_cmd->callback([plan_opts] { run_plan_flce(*plan_opts); });

@@ -91,14 +91,14 @@ struct SameElement {
 
 }  // namespace detail
 
-// The plan of a call whose tensors live in Space: the host plan (make_host_plan) for host tensors,
-// Liger-Kernel's (make_plan) for device tensors.
+// The plan of a call whose tensors live in Space: make_host_plan for host tensors,
+// make_device_plan for device tensors.
 template <class Space, Integer BT, Integer H, Integer V>
 constexpr auto make_call_plan(BT bt, H h, V v) {
   if constexpr (std::is_same_v<Space, HostSpace>)
     return make_host_plan(bt, h, v);
   else
-    return make_plan(bt, h, v);
+    return make_device_plan(bt, h, v);
 }
 
 // The plan type of a call with input X and weight W (and no forced chunk size): a StaticFlcePlan

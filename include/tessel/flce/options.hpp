@@ -57,7 +57,8 @@ struct Options {
   // last row of each sequence is ignored. 0 (the default): row i against target[i]. BT must be a
   // multiple of it.
   index_t shift_sequence_length = 0;
-  // Rows per chunk; 0 takes the plan's heuristic (make_host_plan on the host, make_plan on CUDA).
+  // Rows per chunk; 0 takes the plan's heuristic (make_host_plan on the host, make_device_plan on
+  // CUDA).
   // A memory budget: the chunk's logits take chunk_size * V * 4 bytes (8 for f64).
   index_t chunk_size = 0;
   // Gradient accumulation over micro-batches: grad_weight and grad_bias get this call's gradients

@@ -33,6 +33,13 @@ inline constexpr index_t max_chunk_size = 2048;
 // the 1/8 rule allow (docs/flce.md, "The host plan").
 inline constexpr index_t host_chunk_budget = index_t{64} << 20;
 
+// The device plan's default budget for one chunk of logits, in bytes of f32: 1 GiB. On a GPU each
+// chunk also reads and writes grad_weight's f32 accumulator (V * H * 8 bytes of traffic), which
+// shallow chunks repeat: measured on an H200 at BT 4096, H 4096, V 128256 (bf16), Liger-Kernel's
+// 128-row chunks take 76 ms, 1024-row chunks 24.5 ms, PyTorch's unchunked eager call 23.9 ms
+// (docs/benchmarks.md, "CUDA FLCE").
+inline constexpr index_t device_chunk_budget = index_t{1} << 30;
+
 // Every scratch buffer starts on a multiple of this (cuBLAS and vector loads want it).
 inline constexpr index_t scratch_alignment = 256;
 
@@ -87,15 +94,20 @@ constexpr index_t heuristic_chunk_size(index_t bt, index_t h, index_t v) {
   return next_pow2_capped(rows, max_chunk_size);
 }
 
-// The host heuristic: the largest power of two of rows whose f32 logits, rows * V * 4 bytes, stay
-// within `budget` bytes and within 1/8 of the whole (BT, V) logits, at most max_chunk_size rows
-// and at least 1.
-// @pre v >= 1, budget >= 0
-constexpr index_t host_chunk_size(index_t bt, index_t v, index_t budget) {
+// The budgeted heuristic of the host and device plans: the largest power of two of rows whose f32
+// logits, rows * V * 4 bytes, stay within `budget` bytes and within 1/parts of the whole (BT, V)
+// logits, at most max_chunk_size rows and at least 1.
+// @pre v >= 1, budget >= 0, parts >= 1
+constexpr index_t budgeted_chunk_size(index_t bt, index_t v, index_t budget, index_t parts) {
   index_t rows = 1;
-  while (rows * 2 <= bt / 8 && rows * 2 <= max_chunk_size && rows * 2 <= budget / 4 / v) rows *= 2;
+  while (rows * 2 <= bt / parts && rows * 2 <= max_chunk_size && rows * 2 <= budget / 4 / v)
+    rows *= 2;
   return rows;
 }
+
+// The host plan keeps a chunk within 1/8 of the logits, the device plan within 1/4.
+inline constexpr index_t host_chunk_parts = 8;
+inline constexpr index_t device_chunk_parts = 4;
 
 constexpr index_t plan_num_chunks(index_t bt, index_t chunk) {
   return bt <= 0 ? 0 : bt / chunk + (bt % chunk != 0 ? 1 : 0);
@@ -251,8 +263,7 @@ template <class P>
 concept AnyFlcePlan = std::same_as<std::remove_cvref_t<P>, FlcePlan> ||
     detail::is_static_flce_plan<std::remove_cvref_t<P>>::value;
 
-// The plan for BT rows of hidden size H over a vocabulary of V, Liger-Kernel's (the plan of a
-// CUDA call):
+// The plan for BT rows of hidden size H over a vocabulary of V, Liger-Kernel's:
 //   chunk_size = min(2048, next_pow2(ceil(bt / ceil(v / h)))) (1 when bt <= 0),
 //   num_chunks = ceil(bt / chunk_size).
 // Static bt, h and v give a StaticFlcePlan; otherwise an FlcePlan with the same numbers.
@@ -286,14 +297,45 @@ constexpr auto make_host_plan(BT bt, H h, V v, Budget budget_bytes = {}) {
     static_assert(detail::StaticPlanArguments<BT::value, H::value, V::value>::ok);
     static_assert(Budget::value >= 0, "tessel: an FLCE scratch budget must be >= 0 bytes.");
     return StaticFlcePlan<BT::value, H::value, V::value,
-                          detail::host_chunk_size(BT::value, V::value, Budget::value)>{};
+                          detail::budgeted_chunk_size(BT::value, V::value, Budget::value,
+                                                      detail::host_chunk_parts)>{};
   } else {
     detail::check_plan_arguments(to_index(bt), to_index(h), to_index(v));
     if (to_index(budget_bytes) < 0)
       detail::throw_error(detail::sentence("an FLCE scratch budget must be >= 0 bytes, got ",
                                            to_index(budget_bytes), "."));
-    index_t const chunk =
-        detail::host_chunk_size(to_index(bt), to_index(v), to_index(budget_bytes));
+    index_t const chunk = detail::budgeted_chunk_size(
+        to_index(bt), to_index(v), to_index(budget_bytes), detail::host_chunk_parts);
+    return FlcePlan{to_index(bt), to_index(h), to_index(v), chunk,
+                    detail::plan_num_chunks(to_index(bt), chunk)};
+  }
+}
+
+// The plan of a CUDA call (flce::forward on device tensors): the largest power of two of rows
+// whose f32 logits fit in budget_bytes (1 GiB by default) and in 1/4 of the whole (BT, V) logits,
+// at most 2048:
+//   chunk_size = max{2^j : 2^j <= bt / 4, 2^j <= 2048, 2^j * v * 4 <= budget_bytes} (1 if none),
+//   num_chunks = ceil(bt / chunk_size).
+// Deep chunks keep the GEMMs on the tensor cores and read grad_weight's f32 accumulator a few
+// times instead of BT / chunk times; Liger-Kernel's rule (make_plan) gives 128 rows at BT 4096,
+// V 128256 and runs 3.1x longer there (device_chunk_budget). Static bt, h, v (and budget) give a
+// StaticFlcePlan.
+// @pre bt >= 0, h >= 1, v >= 1, budget_bytes >= 0
+template <Integer BT, Integer H, Integer V, Integer Budget = Int<device_chunk_budget>>
+constexpr auto make_device_plan(BT bt, H h, V v, Budget budget_bytes = {}) {
+  if constexpr (StaticInt<BT> && StaticInt<H> && StaticInt<V> && StaticInt<Budget>) {
+    static_assert(detail::StaticPlanArguments<BT::value, H::value, V::value>::ok);
+    static_assert(Budget::value >= 0, "tessel: an FLCE scratch budget must be >= 0 bytes.");
+    return StaticFlcePlan<BT::value, H::value, V::value,
+                          detail::budgeted_chunk_size(BT::value, V::value, Budget::value,
+                                                      detail::device_chunk_parts)>{};
+  } else {
+    detail::check_plan_arguments(to_index(bt), to_index(h), to_index(v));
+    if (to_index(budget_bytes) < 0)
+      detail::throw_error(detail::sentence("an FLCE scratch budget must be >= 0 bytes, got ",
+                                           to_index(budget_bytes), "."));
+    index_t const chunk = detail::budgeted_chunk_size(
+        to_index(bt), to_index(v), to_index(budget_bytes), detail::device_chunk_parts);
     return FlcePlan{to_index(bt), to_index(h), to_index(v), chunk,
                     detail::plan_num_chunks(to_index(bt), chunk)};
   }
