@@ -214,16 +214,18 @@ struct SummarizeTargets {
         summarize_targets(ctx, target, target_stride, shift, bt, vocab, ignore_index, class_weights,
                           class_weight_stride, slice, soft);
     if (ctx.lane() == 0) {
-      out->summary = s;
-      out->bad_target = s.first_bad_row >= 0
-                            ? target_of(target, target_stride, s.first_bad_row, shift, ignore_index)
-                            : 0;
+      // Every field is written (the host reads the whole check back; compute-sanitizer's
+      // initcheck flagged the soft-target fields a valid call left unwritten).
+      TargetCheck c{.summary = s};
+      if (s.first_bad_row >= 0)
+        c.bad_target = target_of(target, target_stride, s.first_bad_row, shift, ignore_index);
       if (s.first_bad_soft >= 0) {
         SoftRow<C> const r = soft.row(s.first_bad_soft / soft.count, 0, vocab);
         index_t const k = s.first_bad_soft % soft.count;
-        out->bad_soft_class = r.classes[k * r.class_stride];
-        out->bad_soft_prob = static_cast<double>(r.prob(k));
+        c.bad_soft_class = r.classes[k * r.class_stride];
+        c.bad_soft_prob = static_cast<double>(r.prob(k));
       }
+      *out = c;
     }
   }
 };
