@@ -222,6 +222,20 @@ TESSEL_HOST_DEVICE constexpr auto dynamic_composed(ComposedLeaves<N, LB> const& 
   }
 }
 
+// The same as one flat layout: every leaf's modes, outer to inner, leaf after leaf.
+template <std::size_t N, std::size_t LB>
+TESSEL_HOST_DEVICE constexpr auto flat_composed(ComposedLeaves<N, LB> const& r) {
+  DynRankTuple<N * (LB == 0 ? 1 : LB)> shape{};
+  DynRankTuple<N * (LB == 0 ? 1 : LB)> stride{};
+  for (index_t i = 0; i < r.count; ++i) {
+    for (index_t k = 0; k < r.modes[i].shape.rank(); ++k) {
+      shape.push_back(r.modes[i].shape[k]);
+      stride.push_back(r.modes[i].stride[k]);
+    }
+  }
+  return Layout(shape, stride);
+}
+
 template <LayoutType A, LayoutType B>
 std::string composition_failure(A const& a, B const& b, index_t leaf) {
   auto bs = leaf_values(b.shape());
@@ -249,16 +263,19 @@ TESSEL_HOST_DEVICE constexpr auto rank1_as_tuple(B const& b) {
 }  // namespace detail
 
 // c(x) == a(b(x)) for every coordinate x of b; c has b's shape tree. b may be a layout or a shape
-// (read as its compact row-major layout). Throws tessel::Error (static_assert when both are
+// (read as its compact row-major layout); a run-time-rank b (a DynRankTuple layout, as coalesce,
+// complement or right_inverse of run-time layouts return) gives a flat run-time-rank c, the
+// same 1-D mapping without the tree. Throws tessel::Error (static_assert when both are
 // static) when no layout has that mapping.
 // @post size(c) == size(b); c(i) == a(b(i)) for 0 <= i < size(b)
 template <LayoutType A, class BArg>
 TESSEL_HOST_DEVICE constexpr auto composition(A const& a, BArg const& b_arg) {
   auto b = detail::rank1_as_tuple(make_layout(b_arg));
   using B = decltype(b);
-  static_assert(!DynRank<decltype(b.shape())> &&
+  static_assert(DynRank<decltype(b.shape())> ||
                     !detail::has_dyn_rank<std::remove_cvref_t<decltype(b.shape())>>::value,
-                "tessel: composition needs b's rank to be known at compile time.");
+                "tessel: composition needs b's rank to be known at compile time, or b to be a "
+                "flat run-time-rank layout.");
   using AS = std::remove_cvref_t<decltype(a.shape())>;
   using AD = std::remove_cvref_t<decltype(a.stride())>;
   using BS = std::remove_cvref_t<decltype(b.shape())>;
@@ -276,8 +293,14 @@ TESSEL_HOST_DEVICE constexpr auto composition(A const& a, BArg const& b_arg) {
 #if !TESSEL_DEVICE_PASS
     if (!r.ok) detail::throw_error(detail::composition_failure(a, b, r.failed_leaf));
 #endif
-    return Layout(detail::dynamic_composed(r, b.shape(), 0, true),
-                  detail::dynamic_composed(r, b.shape(), 0, false));
+    if constexpr (DynRank<BS>) {
+      // A run-time-rank b (what the value-dependent algebra returns) has no tree to keep: the
+      // result is flat, the modes of b's leaves in order.
+      return detail::flat_composed(r);
+    } else {
+      return Layout(detail::dynamic_composed(r, b.shape(), 0, true),
+                    detail::dynamic_composed(r, b.shape(), 0, false));
+    }
   }
 }
 
