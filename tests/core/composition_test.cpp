@@ -93,6 +93,19 @@ TEST(Composition, AnImpossibleCompositionNamesBothLayouts) {
   }
 }
 
+TEST(Composition, ARunTimeRankBGivesAFlatRunTimeRankLayout) {
+  // coalesce of run-time layouts has a run-time rank; composing with it keeps the 1-D mapping.
+  auto a = make_layout(make_shape(2, 3), make_stride(10, 1));
+  auto b = coalesce(make_layout(make_shape(2, 1, 3), make_stride(3, 5, 1)));
+  static_assert(DynRank<std::remove_cvref_t<decltype(b.shape())>>);
+  auto c = composition(a, b);
+  static_assert(DynRank<std::remove_cvref_t<decltype(c.shape())>>);
+  EXPECT_EQ(c, make_layout(make_shape(2, 3), make_stride(10, 1)));
+  for (index_t i = 0; i < size(b); ++i) EXPECT_EQ(c(i), a(b(i)));
+  // The same refusal as for a static-rank b.
+  EXPECT_THROW((void)composition(a, coalesce(make_layout(make_shape(3), make_stride(2)))), Error);
+}
+
 TEST(Reshape, ViewOfTheSameElementsInRowMajorOrder) {
   auto l = make_layout(make_shape(4, 6));
   auto r = reshape(l, make_shape(2, 3, 4));

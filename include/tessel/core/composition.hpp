@@ -225,8 +225,9 @@ TESSEL_HOST_DEVICE constexpr auto dynamic_composed(ComposedLeaves<N, LB> const& 
 // The same as one flat layout: every leaf's modes, outer to inner, leaf after leaf.
 template <std::size_t N, std::size_t LB>
 TESSEL_HOST_DEVICE constexpr auto flat_composed(ComposedLeaves<N, LB> const& r) {
-  DynRankTuple<N * (LB == 0 ? 1 : LB)> shape{};
-  DynRankTuple<N * (LB == 0 ? 1 : LB)> stride{};
+  constexpr std::size_t capacity = N * (LB == 0 ? 1 : LB);
+  DynRankTuple<capacity> shape{};
+  DynRankTuple<capacity> stride{};
   for (index_t i = 0; i < r.count; ++i) {
     for (index_t k = 0; k < r.modes[i].shape.rank(); ++k) {
       shape.push_back(r.modes[i].shape[k]);
