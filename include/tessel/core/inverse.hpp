@@ -247,7 +247,7 @@ constexpr bool is_static_layout_v = is_static_v<typename std::remove_cvref_t<L>:
 // The layout r from offsets to 1-D indices of l with l(r(k)) == k for 0 <= k < size(r): the
 // longest run of offsets 0, 1, 2, ... that l reaches through modes whose strides chain (sorted by
 // stride, each the product of the extents before it). Always exists; (1):(0) when l does not
-// reach offset 1 with a stride-1 mode.
+// reach offset 1 with a stride-1 mode, (0):(1) for an empty l.
 // @post composition(l, r)(k) == k and r(k) < size(l) for 0 <= k < size(r); r is coalesced
 template <LayoutType L>
 TESSEL_HOST_DEVICE constexpr auto right_inverse(L const& l) {
