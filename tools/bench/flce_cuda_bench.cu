@@ -1,5 +1,6 @@
 // CUDA FLCE, bf16 storage, mean reduction, loss + grad_input (bf16) + grad_weight (f32), at
-// BT=4096 and BT=16384 with H=4096, V=128256 (Llama-3's vocabulary). Time per call from CUDA
+// BT=4096 and BT=16384 with H=4096, V=128256 (Llama-3's vocabulary), with the plan's chunk size and
+// larger ones. Time per call from CUDA
 // events (manual time), including the one synchronization that validates the targets.
 // Counters: TFLOP/s of useful work (6 BT H V flops: the logits GEMM and the two gradient GEMMs),
 // scratch_peak_bytes (the stream-ordered pool's high-water mark during the calls: FLCE's scratch),
@@ -52,6 +53,7 @@ void BM_FlceCudaBf16(benchmark::State& state) {
     return;
   }
   index_t const bt = state.range(0);
+  index_t const chunk_size = state.range(1);  // 0: the plan's
   auto const x_owner = make_device_tensor<bfloat16>(make_shape(bt * hidden));
   auto const w_owner = make_device_tensor<bfloat16>(make_shape(vocab * hidden));
   auto const dx_owner = make_device_tensor<bfloat16>(make_shape(bt * hidden));
@@ -70,7 +72,8 @@ void BM_FlceCudaBf16(benchmark::State& state) {
     return flce::forward(
         make_device_tensor(static_cast<bfloat16 const*>(x), make_shape(bt, hidden)),
         make_device_tensor(static_cast<bfloat16 const*>(w), make_shape(vocab, hidden)),
-        make_device_tensor(static_cast<std::int64_t const*>(y_owner.data()), make_shape(bt)), {},
+        make_device_tensor(static_cast<std::int64_t const*>(y_owner.data()), make_shape(bt)),
+        {.chunk_size = chunk_size},
         {.loss = make_device_tensor(loss_owner.data(), make_shape(1)),
          .grad_input = make_device_tensor(dx_owner.data(), make_shape(bt, hidden)),
          .grad_weight = make_device_tensor(dw_owner.data(), make_shape(vocab, hidden))},
@@ -115,7 +118,19 @@ void BM_FlceCudaBf16(benchmark::State& state) {
   cudaEventDestroy(stop);
 }
 
-BENCHMARK(BM_FlceCudaBf16)->Arg(4096)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond);
+// Second argument: the chunk size (0: the plan's, Liger's heuristic); the others show what larger
+// chunks (fewer passes over grad_weight's f32 accumulator) buy for their scratch.
+BENCHMARK(BM_FlceCudaBf16)
+    ->ArgNames({"bt", "chunk"})
+    ->Args({4096, 0})
+    ->Args({4096, 512})
+    ->Args({4096, 1024})
+    ->Args({4096, 4096})
+    ->Args({16384, 0})
+    ->Args({16384, 1024})
+    ->Args({16384, 2048})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
