@@ -203,7 +203,7 @@ TEST(AssignErrors, ADestinationWithRepeatedElements) {
     FAIL() << "no error";
   } catch (Error const& e) {
     EXPECT_STREQ(e.what(),
-                 "cannot assign to a tensor whose layout (4,3):(_0,1) maps several coordinates "
+                 "cannot assign to a tensor whose layout (4,3):(0,1) maps several coordinates "
                  "to one element.");
   }
   for (index_t i = 0; i < 3; ++i) EXPECT_EQ(row(i), 5.0f);

@@ -112,7 +112,7 @@ TEST(Tensor, ViewsOfKnownStorageAreBoundsChecked) {
     FAIL();
   } catch (Error const& e) {
     EXPECT_STREQ(e.what(),
-                 "a tensor with layout (3,4):(4,_1) needs 12 elements but its storage holds 10.");
+                 "a tensor with layout (3,4):(4,1) needs 12 elements but its storage holds 10.");
   }
   auto t = make_tensor(std::span(v), make_shape(2, 5));
   EXPECT_NO_THROW((void)t(1, range(0, 5)));

@@ -62,10 +62,10 @@ TESSEL_HOST_DEVICE constexpr void check_block_shape(S const& s, B const& b) {
     auto sv = leaf_values(s);
     auto bv = leaf_values(b);
     if (bv[bad_mode] <= 0)
-      throw_error(sentence("block shape ", to_string(b), " has extent ", bv[bad_mode], " in mode ",
-                           bad_mode, "; block extents must be > 0."));
-    throw_error(sentence("block shape ", to_string(b), " does not divide shape ", to_string(s),
-                         ": mode ", bad_mode, " has extent ", sv[bad_mode],
+      throw_error(sentence("block shape ", detail::shape_text(b), " has extent ", bv[bad_mode],
+                           " in mode ", bad_mode, "; block extents must be > 0."));
+    throw_error(sentence("block shape ", detail::shape_text(b), " does not divide shape ",
+                         detail::shape_text(s), ": mode ", bad_mode, " has extent ", sv[bad_mode],
                          ", which is not a multiple of ", bv[bad_mode], "."));
   }
 #endif

@@ -75,8 +75,8 @@ TESSEL_HOST_DEVICE constexpr auto broadcast_layout(L const& l, S const& target_s
   (std::make_index_sequence<rt>{});
 #if !TESSEL_DEVICE_PASS
   if (!ok)
-    detail::throw_error(detail::sentence("cannot broadcast shape ", to_string(l.shape()),
-                                         " to shape ", to_string(target), "."));
+    detail::throw_error(detail::sentence("cannot broadcast shape ", detail::shape_text(l.shape()),
+                                         " to shape ", detail::shape_text(target), "."));
 #endif
   return result;
 }
@@ -104,7 +104,7 @@ TESSEL_HOST_DEVICE constexpr auto block_broadcast_layout(G const& grid, B const&
   });
 #if !TESSEL_DEVICE_PASS
   if (!ok)
-    detail::throw_error(detail::sentence("block shape ", to_string(b),
+    detail::throw_error(detail::sentence("block shape ", detail::shape_text(b),
                                          " has an extent <= 0; block extents must be > 0."));
 #endif
   return Layout(transform(gs, b, [](auto g, auto bi) { return make_tuple(g, bi); }),

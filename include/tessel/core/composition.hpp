@@ -241,10 +241,10 @@ template <LayoutType A, LayoutType B>
 std::string composition_failure(A const& a, B const& b, index_t leaf) {
   auto bs = leaf_values(b.shape());
   auto bd = leaf_values(b.stride());
-  return sentence("layout ", to_string(a.shape()), ":", to_string(a.stride()),
-                  " cannot be composed with ", to_string(b.shape()), ":", to_string(b.stride()),
-                  ": mode ", leaf, " (extent ", bs[leaf], ", stride ", bd[leaf],
-                  ") does not line up with its extents.");
+  return sentence("layout ", detail::shape_text(a.shape()), ":", detail::shape_text(a.stride()),
+                  " cannot be composed with ", detail::shape_text(b.shape()), ":",
+                  detail::shape_text(b.stride()), ": mode ", leaf, " (extent ", bs[leaf],
+                  ", stride ", bd[leaf], ") does not line up with its extents.");
 }
 
 template <IntTuple S>
@@ -375,17 +375,19 @@ TESSEL_HOST_DEVICE constexpr auto reshape(L const& l, S const& new_shape) {
   } else {
 #if !TESSEL_DEVICE_PASS
     if (to_index(size(l)) != to_index(size(target)))
-      detail::throw_error(detail::sentence(
-          "cannot reshape shape ", to_string(l.shape()), " (", to_index(size(l)),
-          " elements) to shape ", to_string(target), " (", to_index(size(target)), " elements)."));
+      detail::throw_error(detail::sentence("cannot reshape shape ", detail::shape_text(l.shape()),
+                                           " (", to_index(size(l)), " elements) to shape ",
+                                           detail::shape_text(target), " (", to_index(size(target)),
+                                           " elements)."));
 #endif
     auto r = detail::compose_values(leaf_values(l.shape()), leaf_values(l.stride()),
                                     leaf_values(b.shape()), leaf_values(b.stride()));
 #if !TESSEL_DEVICE_PASS
     if (!detail::all_single_modes(r))
-      detail::throw_error(detail::sentence(
-          "cannot reshape layout ", to_string(l.shape()), ":", to_string(l.stride()), " to shape ",
-          to_string(target), " without a copy: its strides do not allow that grouping."));
+      detail::throw_error(
+          detail::sentence("cannot reshape layout ", detail::shape_text(l.shape()), ":",
+                           detail::shape_text(l.stride()), " to shape ", detail::shape_text(target),
+                           " without a copy: its strides do not allow that grouping."));
 #endif
     return Layout(detail::dynamic_single_modes(r, target, 0, true),
                   detail::dynamic_single_modes(r, target, 0, false));

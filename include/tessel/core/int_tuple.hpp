@@ -202,6 +202,11 @@ TESSEL_HOST_DEVICE constexpr index_t checked_product(T const& x, bool& overflow)
 template <IntTuple T>
 std::string to_string(T const& x);
 
+namespace detail {
+template <IntTuple T>
+std::string shape_text(T const& x);
+}  // namespace detail
+
 // Product of all extents (the number of elements). Static for a static argument; a dynamic
 // product that overflows int64 throws tessel::Error on the host.
 template <IntTuple T>
@@ -214,7 +219,7 @@ TESSEL_HOST_DEVICE constexpr auto size(T const& x) {
 #if !TESSEL_DEVICE_PASS
     if (overflow)
       detail::throw_error(
-          detail::sentence("the size of shape ", to_string(x), " overflows int64."));
+          detail::sentence("the size of shape ", detail::shape_text(x), " overflows int64."));
 #endif
     return p;
   }

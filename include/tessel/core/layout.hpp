@@ -2,6 +2,7 @@
 // hierarchical; a 1-D index into a mode (a, b) means (i / b, i % b) — the last mode is fastest.
 #pragma once
 
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -175,9 +176,9 @@ TESSEL_HOST_DEVICE constexpr auto make_layout(S const& s, D const& d) {
                   "tessel: a run-time-rank shape needs a run-time-rank stride.");
 #if !TESSEL_DEVICE_PASS
     if (s.rank() != d.rank())
-      detail::throw_error(detail::sentence("shape ", to_string(s), " has rank ", s.rank(),
-                                           " but stride ", to_string(d), " has rank ", d.rank(),
-                                           "."));
+      detail::throw_error(detail::sentence("shape ", detail::shape_text(s), " has rank ", s.rank(),
+                                           " but stride ", detail::shape_text(d), " has rank ",
+                                           d.rank(), "."));
 #endif
   } else {
     static_assert(congruent(S{}, D{}),
@@ -201,6 +202,15 @@ template <LayoutType L>
 TESSEL_HOST_DEVICE constexpr auto make_layout(L const& l) {
   return l;
 }
+
+namespace detail {
+// A layout as every error sentence writes it: "(4,3):(0,1)", shape_text's numbers (to_string
+// marks static ones, "(4,3):(_0,1)", for printing).
+template <LayoutType L>
+std::string layout_text(L const& l) {
+  return shape_text(l.shape()) + ":" + shape_text(l.stride());
+}
+}  // namespace detail
 
 // ---- queries ----
 
@@ -276,8 +286,9 @@ TESSEL_HOST_DEVICE constexpr auto cosize(L const& l) {
     if (empty) return index_t{0};
 #if !TESSEL_DEVICE_PASS
     if (overflow || span == __INT64_MAX__)
-      detail::throw_error(detail::sentence("the cosize of layout ", to_string(l.shape()), ":",
-                                           to_string(l.stride()), " overflows int64."));
+      detail::throw_error(detail::sentence("the cosize of layout ", detail::shape_text(l.shape()),
+                                           ":", detail::shape_text(l.stride()),
+                                           " overflows int64."));
 #endif
     return span + 1;
   }

@@ -243,8 +243,8 @@ TESSEL_HOST_DEVICE constexpr auto multi_dim_split(S const& shape, Split split_si
 #if !TESSEL_DEVICE_PASS
     if (to_index(split_size) <= 0)
       detail::throw_error(detail::sentence("multi_dim_split needs a split size > 0, got ",
-                                           to_index(split_size), " for shape ", to_string(shape),
-                                           "."));
+                                           to_index(split_size), " for shape ",
+                                           detail::shape_text(shape), "."));
 #endif
     check_extents(shape);
     constexpr bool fixed = !DynRank<S>;

@@ -55,8 +55,8 @@ TESSEL_HOST_DEVICE constexpr void check_extents(S const& s) {
   [[maybe_unused]] bool ok = detail::all_leaves_nonnegative<detail::StaticExtentCheck>(s);
 #if !TESSEL_DEVICE_PASS
   if (!ok)
-    detail::throw_error(
-        detail::sentence("shape ", to_string(s), " has a negative extent; extents must be >= 0."));
+    detail::throw_error(detail::sentence("shape ", detail::shape_text(s),
+                                         " has a negative extent; extents must be >= 0."));
 #endif
 }
 // Throws tessel::Error when a run-time stride is negative (static ones fail to compile).
@@ -65,7 +65,7 @@ TESSEL_HOST_DEVICE constexpr void check_strides(D const& d) {
   [[maybe_unused]] bool ok = detail::all_leaves_nonnegative<detail::StaticStrideCheck>(d);
 #if !TESSEL_DEVICE_PASS
   if (!ok)
-    detail::throw_error(detail::sentence("stride ", to_string(d),
+    detail::throw_error(detail::sentence("stride ", detail::shape_text(d),
                                          " has a negative entry; tessel strides must be >= 0."));
 #endif
 }

@@ -197,8 +197,9 @@ void check_destination(DV const&) {
 
 template <class DV>
 [[noreturn]] void throw_destination_repeats(DV const& dst) {
-  throw_error(sentence("cannot assign to a tensor whose layout ", to_string(dst.layout().shape()),
-                       ":", to_string(dst.layout().stride()),
+  throw_error(sentence("cannot assign to a tensor whose layout ",
+                       tessel::detail::shape_text(dst.layout().shape()), ":",
+                       tessel::detail::shape_text(dst.layout().stride()),
                        " maps several coordinates to one element."));
 }
 
@@ -498,7 +499,7 @@ auto item(Src const& src) {
   auto e = as_expr(src);
   index_t const n = detail::shape_size(e.shape());
   check(n == 1, "item() needs an expression with one element, not one of shape ",
-        detail::shape_text(e.shape()), ".");
+        tessel::detail::shape_text(e.shape()), ".");
   auto tmp = exec::detail::make_compact<typename decltype(e)::value_type>(e.shape());
   auto v = detail::view_of(tmp);
   exec::detail::run_assignment(v, e, exec::Auto{});

@@ -113,7 +113,7 @@ auto as_eigen_tensor(T const& t) {
     detail::throw_error(
         detail::sentence("an Eigen::TensorMap needs a compact row-major tensor, "
                          "not one with layout ",
-                         to_string(t.layout()), "."));
+                         tessel::detail::layout_text(t.layout()), "."));
   using V = std::remove_cv_t<E>;
   using TT = Eigen::Tensor<V, static_cast<int>(R), Eigen::RowMajor, Eigen::Index>;
   using MapT = Eigen::TensorMap<std::conditional_t<std::is_const_v<E>, TT const, TT>>;

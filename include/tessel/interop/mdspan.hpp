@@ -93,7 +93,8 @@ auto to_mdspan(T const& t) {
     ok = strides[a] > reach;
   }
   if (!ok)
-    detail::throw_error(detail::sentence("a tensor with layout ", to_string(t.layout()),
+    detail::throw_error(detail::sentence("a tensor with layout ",
+                                         tessel::detail::layout_text(t.layout()),
                                          " maps several coordinates to one element, which an "
                                          "mdspan with layout_stride cannot describe."));
   return ::cuda::std::mdspan<typename T::element_type, Ext, ::cuda::std::layout_stride>(
@@ -116,7 +117,7 @@ auto to_mdspan_right(T const& t) {
     detail::throw_error(
         detail::sentence("an mdspan with layout_right needs a compact row-major "
                          "tensor, not one with layout ",
-                         to_string(t.layout()), "."));
+                         tessel::detail::layout_text(t.layout()), "."));
   ::cuda::std::array<index_t, Ext::rank()> extents{};
   std::size_t k = 0;
   for_each_leaf(shape, [&](auto e) { extents[k++] = to_index(e); });

@@ -426,11 +426,12 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       if (static_cast<index_t>(params[p].size()) != numel)
         tessel::detail::throw_error(tessel::detail::sentence(
             "parameter ", key_of(p), " has ", params[p].size(), " elements but its planned shape ",
-            to_string(shape), " has ", numel, "."));
+            tessel::detail::shape_text(shape), " has ", numel, "."));
       if (static_cast<index_t>(grads[p].size()) != numel)
-        tessel::detail::throw_error(tessel::detail::sentence(
-            "the gradient of parameter ", key_of(p), " has ", grads[p].size(),
-            " elements but its planned shape ", to_string(shape), " has ", numel, "."));
+        tessel::detail::throw_error(
+            tessel::detail::sentence("the gradient of parameter ", key_of(p), " has ",
+                                     grads[p].size(), " elements but its planned shape ",
+                                     tessel::detail::shape_text(shape), " has ", numel, "."));
     }
   }
 
@@ -1302,7 +1303,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       tessel::detail::throw_error(detail::sentence(
           "spectral descent orthogonalizes 2-D blocks, but ",
           detail::block_name(key_of(plan_.blocks[b].param), plan_.blocks[b].index), " has shape ",
-          to_string(g.shape),
+          tessel::detail::shape_text(g.shape),
           "; with target_parameter_dimensionality 2 every parameter of rank 2 or more merges to "
           "2-D blocks, and 0-D and 1-D parameters cannot be orthogonalized."));
     }

@@ -143,10 +143,10 @@ class Tensor {
         ok = coords[k] >= 0 && coords[k] < extents[k];
     }
     if (!ok)
-      detail::throw_error(detail::sentence("coordinate ",
-                                           detail::shape_text(make_tuple(to_index(c)...)),
-                                           " is out of bounds for a tensor of shape ",
-                                           detail::shape_text(product_each(layout_.shape())), "."));
+      detail::throw_error(
+          detail::sentence("coordinate ", tessel::detail::shape_text(make_tuple(to_index(c)...)),
+                           " is out of bounds for a tensor of shape ",
+                           tessel::detail::shape_text(product_each(layout_.shape())), "."));
   }
 
   // The elements in logical row-major order, as t[i] visits them: `for (float& x : t)`. Host
@@ -220,9 +220,10 @@ auto make_view(P const& parent, T* ptr, L const& l) {
     index_t offset = static_cast<index_t>(ptr - e.storage);
     index_t extent = to_index(cosize(l));
     if (offset < 0 || (extent > 0 && offset + extent > e.storage_size))
-      throw_error(sentence("a view with layout ", to_string(l.shape()), ":", to_string(l.stride()),
-                           " at element ", offset, " reaches element ", offset + extent,
-                           " of storage that holds ", e.storage_size, " elements."));
+      throw_error(sentence("a view with layout ", tessel::detail::shape_text(l.shape()), ":",
+                           tessel::detail::shape_text(l.stride()), " at element ", offset,
+                           " reaches element ", offset + extent, " of storage that holds ",
+                           e.storage_size, " elements."));
   }
   return Tensor<ViewEngine<T, Space>, L>(ViewEngine<T, Space>{ptr, e.storage, e.storage_size}, l);
 }
@@ -301,9 +302,10 @@ auto make_tensor(std::span<T, N> storage, LayoutOrShape const& l) {
   index_t extent = to_index(cosize(layout));
   index_t available = static_cast<index_t>(storage.size());
   if (extent > available)
-    detail::throw_error(detail::sentence("a tensor with layout ", to_string(layout.shape()), ":",
-                                         to_string(layout.stride()), " needs ", extent,
-                                         " elements but its storage holds ", available, "."));
+    detail::throw_error(
+        detail::sentence("a tensor with layout ", tessel::detail::shape_text(layout.shape()), ":",
+                         tessel::detail::shape_text(layout.stride()), " needs ", extent,
+                         " elements but its storage holds ", available, "."));
   return Tensor<ViewEngine<T, HostSpace>, decltype(layout)>(
       ViewEngine<T, HostSpace>{storage.data(), storage.data(), available}, layout);
 }

@@ -59,9 +59,9 @@ void check_coordinate(L const& l, C const&... c) {
       ok = coords[k] >= 0 && coords[k] < extents[k];
   }
   if (!ok)
-    throw_error(sentence("coordinate ", to_string(make_tuple(to_index(c)...)),
+    throw_error(sentence("coordinate ", tessel::detail::shape_text(make_tuple(to_index(c)...)),
                          " is out of bounds for a tensor of shape ",
-                         to_string(product_each(l.shape())), "."));
+                         tessel::detail::shape_text(product_each(l.shape())), "."));
 }
 
 }  // namespace detail
@@ -113,14 +113,14 @@ RowCol to_param_rc(T const& t, P const& param_shape, C const&... c) {
   if (!e.bounded())
     detail::throw_error(detail::sentence(
         "to_param_rc needs a view of storage of known extent, but this view of shape ",
-        to_string(product_each(t.shape())),
+        tessel::detail::shape_text(product_each(t.shape())),
         " was made from a raw pointer; make it from a std::span or an owning tensor."));
   if (rows < 0 || cols < 0 || rows * cols != e.storage_size)
-    detail::throw_error(detail::sentence("parameter shape ", to_string(param_shape), " has ",
-                                         rows * cols, " elements but the view's storage holds ",
-                                         e.storage_size,
-                                         "; to_param_rc needs storage that is "
-                                         "exactly the compact parameter."));
+    detail::throw_error(
+        detail::sentence("parameter shape ", tessel::detail::shape_text(param_shape), " has ",
+                         rows * cols, " elements but the view's storage holds ", e.storage_size,
+                         "; to_param_rc needs storage that is "
+                         "exactly the compact parameter."));
   index_t o = linear_offset(t, c...);
   return RowCol{o / cols, o % cols};
 }
@@ -144,20 +144,22 @@ RowCol to_param_rc(T const& t, P const& param, C const&... c) {
                  (rows <= 1 || strides[0] == cols);
   if (!compact)
     detail::throw_error(detail::sentence(
-        "parameter of shape ", to_string(product_each(param.shape())), " has strides ",
-        to_string(param.stride()), "; to_param_rc needs a compact row-major parameter, strides (",
-        cols, ",1)."));
+        "parameter of shape ", tessel::detail::shape_text(product_each(param.shape())),
+        " has strides ", tessel::detail::shape_text(param.stride()),
+        "; to_param_rc needs a compact row-major parameter, strides (", cols, ",1)."));
   if (static_cast<void const*>(et.storage) != static_cast<void const*>(ep.storage))
-    detail::throw_error(detail::sentence("the view of shape ", to_string(product_each(t.shape())),
-                                         " does not view the storage of the parameter of shape ",
-                                         to_string(product_each(param.shape())), "."));
+    detail::throw_error(
+        detail::sentence("the view of shape ", tessel::detail::shape_text(product_each(t.shape())),
+                         " does not view the storage of the parameter of shape ",
+                         tessel::detail::shape_text(product_each(param.shape())), "."));
   detail::check_coordinate(t.layout(), c...);
   index_t o = static_cast<index_t>(et.data() - ep.data()) + to_index(t.layout()(c...));
   if (o < 0 || o >= rows * cols)
-    detail::throw_error(detail::sentence(
-        "coordinate ", to_string(make_tuple(to_index(c)...)), " of the view reaches element ", o,
-        " from the parameter's start, outside the parameter of shape ",
-        to_string(product_each(param.shape())), "."));
+    detail::throw_error(
+        detail::sentence("coordinate ", tessel::detail::shape_text(make_tuple(to_index(c)...)),
+                         " of the view reaches element ", o,
+                         " from the parameter's start, outside the parameter of shape ",
+                         tessel::detail::shape_text(product_each(param.shape())), "."));
   return RowCol{o / cols, o % cols};
 }
 

@@ -104,18 +104,20 @@ void check_copyable(Dst const& dst, Src const& src, char const* direction) {
   auto ss = to_vector(product_each(src.shape()));
   if (ds != ss)
     throw_error(sentence("cannot copy ", direction, ": the destination has shape ",
-                         to_string(product_each(dst.shape())), " but the source has shape ",
-                         to_string(product_each(src.shape())), "."));
+                         tessel::detail::shape_text(product_each(dst.shape())),
+                         " but the source has shape ",
+                         tessel::detail::shape_text(product_each(src.shape())), "."));
   auto compact = [](auto const& t) {
     auto l = coalesce(t.layout());
     return to_index(size(l)) <= 1 ||
            (to_index(rank(l)) == 1 && to_index(get<0>(leaf_values(l.stride()))) == 1);
   };
   if (!compact(dst) || !compact(src))
-    throw_error(sentence("cannot copy ", direction, " between non-compact tensors (layouts ",
-                         to_string(dst.shape()), ":", to_string(dst.stride()), " and ",
-                         to_string(src.shape()), ":", to_string(src.stride()),
-                         "); copy into a compact tensor first."));
+    throw_error(sentence(
+        "cannot copy ", direction, " between non-compact tensors (layouts ",
+        tessel::detail::shape_text(dst.shape()), ":", tessel::detail::shape_text(dst.stride()),
+        " and ", tessel::detail::shape_text(src.shape()), ":",
+        tessel::detail::shape_text(src.stride()), "); copy into a compact tensor first."));
 }
 
 }  // namespace detail

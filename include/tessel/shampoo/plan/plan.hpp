@@ -294,8 +294,9 @@ inline void check_plan_arguments(std::span<Extents const> shapes, index_t max_di
   for (std::size_t p = 0; p < shapes.size(); ++p)
     for (index_t e : shapes[p])
       if (e < 0)
-        tessel::detail::throw_error(tessel::detail::sentence(
-            "parameter ", p, " has shape ", to_string(shapes[p]), " with a negative extent."));
+        tessel::detail::throw_error(tessel::detail::sentence("parameter ", p, " has shape ",
+                                                             tessel::detail::shape_text(shapes[p]),
+                                                             " with a negative extent."));
 }
 
 template <index_t MaxDim, index_t TargetDims>
