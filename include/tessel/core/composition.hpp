@@ -222,19 +222,26 @@ TESSEL_HOST_DEVICE constexpr auto dynamic_composed(ComposedLeaves<N, LB> const& 
   }
 }
 
+// The modes of b's leaves [first, last), outer to inner, leaf after leaf, as one flat layout
+// (the divides and products cut a composition into such groups).
+template <std::size_t N, std::size_t LB>
+TESSEL_HOST_DEVICE constexpr FlatLayoutValues<N*(LB == 0 ? 1 : LB)> composed_modes(
+    ComposedLeaves<N, LB> const& r, index_t first, index_t last) {
+  FlatLayoutValues<N*(LB == 0 ? 1 : LB)> out{};
+  for (index_t i = first; i < last; ++i) {
+    for (index_t k = 0; k < r.modes[i].shape.rank(); ++k) {
+      out.shape.push_back(r.modes[i].shape[k]);
+      out.stride.push_back(r.modes[i].stride[k]);
+    }
+  }
+  return out;
+}
+
 // The same as one flat layout: every leaf's modes, outer to inner, leaf after leaf.
 template <std::size_t N, std::size_t LB>
 TESSEL_HOST_DEVICE constexpr auto flat_composed(ComposedLeaves<N, LB> const& r) {
-  constexpr std::size_t capacity = N * (LB == 0 ? 1 : LB);
-  DynRankTuple<capacity> shape{};
-  DynRankTuple<capacity> stride{};
-  for (index_t i = 0; i < r.count; ++i) {
-    for (index_t k = 0; k < r.modes[i].shape.rank(); ++k) {
-      shape.push_back(r.modes[i].shape[k]);
-      stride.push_back(r.modes[i].stride[k]);
-    }
-  }
-  return Layout(shape, stride);
+  auto v = composed_modes(r, 0, r.count);
+  return Layout(v.shape, v.stride);
 }
 
 template <LayoutType A, LayoutType B>

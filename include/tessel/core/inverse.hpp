@@ -238,10 +238,6 @@ struct MaxCommonStatic {
   };
 };
 
-template <LayoutType L>
-constexpr bool is_static_layout_v = is_static_v<typename std::remove_cvref_t<L>::shape_type>&&
-    is_static_v<typename std::remove_cvref_t<L>::stride_type>;
-
 }  // namespace detail
 
 // The layout r from offsets to 1-D indices of l with l(r(k)) == k for 0 <= k < size(r): the

@@ -210,6 +210,12 @@ template <LayoutType L>
 std::string layout_text(L const& l) {
   return shape_text(l.shape()) + ":" + shape_text(l.stride());
 }
+
+// Every extent and stride of the layout is an Int<N>: the algebra answers with a type.
+template <LayoutType L>
+constexpr bool is_static_layout_v = is_static_v<typename std::remove_cvref_t<L>::shape_type>&&
+    is_static_v<typename std::remove_cvref_t<L>::stride_type>;
+
 }  // namespace detail
 
 // ---- queries ----
