@@ -2,17 +2,16 @@
 // flat_divide: a layout cut into tiles, as a layout whose outer part (the rest) walks the tiles
 // and whose inner part (the tile) walks the elements of one tile.
 //
-// Row-major convention: the result is ((rest), (tile)), the rest first.
-//   logical_divide(l, t) == composition(l, (complement(t, size(l)), t))
-// complement(t, size(l)) is the outer part of the bijection (complement, t) (complement.hpp):
-// its row-major 1-D index j * size(t) + i has the tile's index i inner, so composing l with it
-// keeps that order, and a tiler of consecutive indices, (n):(1), leaves the layout's 1-D index
-// unchanged: logical_divide(l, n)(k) == l(k). CuTe composes with (t, complement(t, size(l)))
-// and writes ((tile), (rest)), its first mode the fast one: the same tiles, the same offsets
-// for the same (tile element, tile number). Grid outer, tile inner is also block_layout's order
-// (BlockOrder::reordered is flat_divide by a shape, BlockOrder::merged is tiled_divide by one)
-// and the products' (product.hpp), so the whole family reads as a row-major index into
-// (tiles, elements of a tile).
+// Row-major convention: the result is ((rest), (tile)), the rest first: logical_divide(l, t) is
+// composition(l, (complement(t, size(l)), t)). The complement is the outer part of the
+// bijection (complement, t) (complement.hpp): its row-major 1-D index j * size(t) + i has the
+// tile's index i inner, so composing l with it keeps that order, and a tiler of consecutive
+// indices, (n):(1), leaves the layout's 1-D index unchanged: logical_divide(l, n)(k) == l(k). CuTe
+// composes with (t, complement(t, size(l))) and writes ((tile), (rest)), its first mode the fast
+// one: the same tiles, the same offsets for the same (tile element, tile number). Grid outer, tile
+// inner is also block_layout's order (BlockOrder::reordered is flat_divide by a shape,
+// BlockOrder::merged is tiled_divide by one) and the products' (product.hpp), so the whole family
+// reads as a row-major index into (tiles, elements of a tile).
 //
 // Tilers. A layout t (or an integer n, read as (n):(1)) tiles the layout's 1-D index space as a
 // whole. A tuple of per-mode tilers (a shape such as (2, 4), or a tuple of layouts, integers and

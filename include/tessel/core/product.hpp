@@ -2,23 +2,23 @@
 // blocked_product and raked_product: a layout repeated, once per index of the tiler, into the
 // offsets it does not reach.
 //
-// Row-major convention: the result is ((repetition), (layout)), the repetition first.
-//   logical_product(a, b) == ((composition(c, b)), (a)) with c = complement(a, size(a) * cosize(b))
-// c is the outer part of the bijection (c, a) (complement.hpp), so a copy of a is the inner
-// (fast) part and b picks which copies, in b's order: result(j, i) == c(b(j)) + a(i), and
-// for a compact a and b = (n):(1) the result is compact, result(k) == k. CuTe writes
-// (a, composition(c, b)), its first mode the fast one: the same offsets for the same (element of
-// a, index of b). The order matches the divides' ((rest), (tile)) (divide.hpp): what repeats or
-// walks the tiles outer, the tile inner; logical_divide(logical_product(a, b), a) walks the
-// copies of a in its rest.
+// Row-major convention: the result is ((repetition), (layout)), the repetition first:
+// logical_product(a, b) is ((composition(c, b)), (a)) with c = complement(a, size(a) *
+// cosize(b)). c is the outer part of the bijection (c, a) (complement.hpp), so a copy of a is the
+// inner (fast) part and b picks which copies, in b's order: result(j, i) == c(b(j)) + a(i), and for
+// a compact a and b = (n):(1) the result is compact, result(k) == k. CuTe writes (a, composition(c,
+// b)), its first mode the fast one: the same offsets for the same (element of a, index of b). The
+// order matches the divides' ((rest), (tile)) (divide.hpp): what repeats or walks the tiles outer,
+// the tile inner.
 //
-// Tilers as for the divides: a layout (or a shape, read as its compact row-major layout) takes
-// a as a whole; a tuple of per-mode tilers multiplies mode k of a by tiler k. The repetition is
-// computed by the value code and is a flat tuple of modes (a DynRankTuple at run time); a keeps
-// its shape tree. blocked_product and raked_product take two layouts of the same rank and
-// interleave the result mode by mode: blocked, mode k is (repetition_k, a_k), so a's elements
-// are contiguous along each mode (a block); raked, mode k is (a_k, repetition_k), so they are
-// spread with the tiler's extent as step (a rake).
+// Tilers as for the divides: a layout (or an integer n, read as (n):(1)) takes a as a whole; a
+// tuple of per-mode tilers (a shape, or layouts) multiplies mode k of a by tiler k. The repetition
+// is computed by the value code and is a flat tuple of modes (a DynRankTuple at run time); a keeps
+// its shape tree. blocked_product and raked_product take two layouts (a shape is read as its
+// compact row-major layout) of the same rank and interleave the result mode by mode: blocked,
+// mode k is (repetition_k, a_k), so a's elements are contiguous along each mode (a block);
+// raked, mode k is (a_k, repetition_k), so they are spread with the tiler's extent as step (a
+// rake).
 //
 // The complement's bound is max(size(a) * cosize(b), cosize(a)): CuTe's size(a) * cosize(b),
 // but never below what a itself reaches (only the outermost complement mode depends on it).
