@@ -63,14 +63,23 @@ void print_offset_grid(std::ostream& os, index_t rows, index_t cols, bool row_la
 
 }  // namespace detail
 
+// What print_layout draws: a shape, a text and an offset for each 1-D index (a Layout, or the
+// SwizzledLayout of swizzle.hpp).
+template <class L>
+concept PrintableLayout = requires(L const& l) {
+  l.shape();
+  to_string(l);
+  l(index_t{0});
+};
+
 // The layout's text, then a grid of its offsets: rows are the 1-D indices of mode 0, columns
 // those of mode 1 (a rank-1 layout is one row). A layout of rank r > 2 prints as a list of 2-D
 // slices over its last two modes, each headed by its leading coordinates ("(1,_,_):" for rank 3).
-template <LayoutType L>
+template <PrintableLayout L>
 void print_layout(std::ostream& os, L const& l) {
   static_assert(!DynRank<decltype(l.shape())>,
                 "tessel: print_layout needs a layout whose rank is known at compile time.");
-  constexpr index_t r = decltype(rank(l))::value;
+  constexpr index_t r = decltype(rank(l.shape()))::value;
   os << to_string(l) << '\n';
   if constexpr (r == 0) {
     os << to_index(l(0)) << '\n';
