@@ -23,6 +23,7 @@
 #include "core/product.hpp"
 #include "core/select.hpp"
 #include "core/shape.hpp"
+#include "core/swizzle.hpp"
 #include "core/tuple.hpp"
 #include "core/warning.hpp"
 #include "exec/dense.hpp"
