@@ -1,8 +1,8 @@
 // XOR swizzles of offsets, and layouts followed by one: what makes a shared-memory tile free of
 // bank conflicts for both its row-wise and its column-wise (transposing) accesses.
 //
-// Swizzle<B, M, S> is a function on offsets, not a layout: it flips the B bits of an offset that
-// start at bit M + max(0, -S) with the B bits that start at bit M + max(0, S), so y = x ^
+// Swizzle<B, M, S> is a function on offsets, not a layout: it XORs the B bits of an offset that
+// start at bit M + max(0, S) into the B bits that start at bit M + max(0, -S), so y = x ^
 // ((x & source_mask) >> S) for S > 0 (<< -S for S < 0). The M lowest bits (a vector of 2^M
 // elements) never move. An XOR swizzle cannot be a Shape:Stride layout (it is not linear in the
 // coordinates), so it is its own type and composition(swizzle, layout) gives a SwizzledLayout,
@@ -13,7 +13,8 @@
 // A SwizzledLayout is not a tessel::Layout: it has a shape and offsets but no strides, so the
 // stride-based algebra (coalesce, complement, inverses) and the tensor layer (slices, views,
 // executors, which read strides) do not take it. A kernel indexes its shared-memory tile with
-// swizzled(i, j) on a raw pointer, or with swizzled_offset(swizzle, tensor.layout(), i, j).
+// the swizzled layout's offsets on a raw pointer, smem[tile(i, j)], or with
+// swizzled_offset(swizzle, tensor.layout(), i, j).
 #pragma once
 
 #include <ostream>
