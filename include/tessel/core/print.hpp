@@ -69,7 +69,7 @@ template <class L>
 concept PrintableLayout = requires(L const& l) {
   l.shape();
   to_string(l);
-  l(index_t{0});
+  { l(index_t{0}) } -> Integer;
 };
 
 // The layout's text, then a grid of its offsets: rows are the 1-D indices of mode 0, columns
