@@ -161,7 +161,7 @@ struct ComplementStatic {
 template <LayoutType L, std::size_t N>
 std::string complement_failure(char const* verb, L const& l, ComplementValues<N> const& v,
                                index_t bound) {
-  std::string layout = shape_text(l.shape()) + ":" + shape_text(l.stride());
+  std::string const layout = layout_text(l);
   if (v.failure == ComplementFailure::broadcast_mode)
     return sentence("cannot ", verb, " layout ", layout, ": it is not injective: mode ", v.mode,
                     " has extent ", v.extent, " and stride 0.");

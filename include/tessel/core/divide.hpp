@@ -191,12 +191,6 @@ struct StaticTileDivides {
 
 // ---- sentences ----
 
-// A layout as every error sentence writes it: "(8,8):(8,1)".
-template <LayoutType L>
-std::string layout_text(L const& l) {
-  return shape_text(l.shape()) + ":" + shape_text(l.stride());
-}
-
 // A tiler as given: a layout, a shape, an integer, or a tuple of those.
 template <class T>
 std::string tiler_text(T const& t) {
