@@ -62,7 +62,7 @@ TEST(DeviceMemory, CopiesCheckShapesBeforeTouchingMemory) {
     FAIL();
   } catch (Error const& e) {
     EXPECT_STREQ(e.what(),
-                 "cannot copy to the host between non-compact tensors (layouts (3,4):(4,_1) and "
+                 "cannot copy to the host between non-compact tensors (layouts (3,4):(4,1) and "
                  "(3,4):(1,3)); "
                  "copy into a compact tensor first.");
   }

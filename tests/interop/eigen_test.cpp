@@ -110,7 +110,7 @@ TEST(EigenTensorMap, StridedTensorsAreRefused) {
   } catch (Error const& e) {
     EXPECT_STREQ(e.what(),
                  "an Eigen::TensorMap needs a compact row-major tensor, not one with layout "
-                 "(4,3):(6,_1).");
+                 "(4,3):(6,1).");
   }
 }
 
