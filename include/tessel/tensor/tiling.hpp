@@ -5,17 +5,16 @@
 //
 // Row-major, as divide.hpp: a divide is ((rest), (tile)), the tile grid outer. With per-mode
 // tile extents (T0, T1) on a tensor of shape (M, N):
-//   local_tile(t, (T0, T1), (b0, b1))(i, j)        == t(b0 * T0 + i, b1 * T1 + j)
-//   local_partition(t, threads, k)(j0, j1)       == t(j0 * P0 + c0, j1 * P1 + c1)
-// where (P0, P1) is the thread layout's shape and (c0, c1) is thread k's coordinate in it, the
-// coordinate the thread layout maps to k. local_tile is CuTe's local_tile (the tile at
-// coordinate coord of zipped_divide), local_partition CuTe's local_partition with the thread
-// layout as the tile (outer_partition at the thread's coordinate: thread k owns the element at
-// its coordinate in every tile, the grid of tiles is the result). The difference is the
-// numbering: a shape as thread layout is row-major here, (4, 8) numbers thread k at (k / 8, k % 8),
-// where CuTe's default column-major (4, 8) puts it at (k % 4, k / 4); a thread layout with
-// column-major strides, (4, 8):(1, 4), gives CuTe's assignment. A 1-D tile coordinate is a
-// row-major index into the tile grid.
+// local_tile(t, (T0, T1), (b0, b1))(i, j) is t(b0 * T0 + i, b1 * T1 + j), and
+// local_partition(t, threads, k)(j0, j1) is t(j0 * P0 + c0, j1 * P1 + c1), where (P0, P1) is the
+// thread layout's shape and (c0, c1) is thread k's coordinate in it, the coordinate the thread
+// layout maps to k. local_tile is CuTe's local_tile (the tile at coordinate coord of
+// zipped_divide), local_partition CuTe's local_partition with the thread layout as the tile
+// (outer_partition at the thread's coordinate: thread k owns the element at its coordinate in every
+// tile, the grid of tiles is the result). The difference is the numbering: a shape as thread layout
+// is row-major here, (4, 8) numbers thread k at (k / 8, k % 8), where CuTe's default column-major
+// (4, 8) puts it at (k % 4, k / 4); a thread layout with column-major strides, (4, 8):(1, 4), gives
+// CuTe's assignment. A 1-D tile coordinate is a row-major index into the tile grid.
 //
 // Identity tensors: the tensor layer's elements are memory, so a coordinate tensor is its own
 // type, IdentityTensor: a layout over the row-major 1-D indices of a coordinate space, whose
@@ -186,21 +185,20 @@ TESSEL_HOST_DEVICE constexpr auto thread_layout_of(P const& p) {
 // The tensor (or identity tensor) t viewed through zipped_divide / tiled_divide / flat_divide of
 // its layout: the same elements, no copy, writes land in t. Divide errors are the divides' own.
 // @post result(j, i) is the element of t at zipped_divide(t.layout(), tiler)(j, i)
-template <class T, Tiler Til>
-requires TileableTensor<T> TESSEL_HOST_DEVICE constexpr auto zipped_divide(T&& t,
-                                                                           Til const& tiler) {
+template <TileableTensor T, Tiler Til>
+TESSEL_HOST_DEVICE constexpr auto zipped_divide(T&& t, Til const& tiler) {
   detail::refuse_owning_temporary_view<T>();
   return detail::rebased(t, 0, zipped_divide(t.layout(), tiler));
 }
 
-template <class T, Tiler Til>
-requires TileableTensor<T> TESSEL_HOST_DEVICE constexpr auto tiled_divide(T&& t, Til const& tiler) {
+template <TileableTensor T, Tiler Til>
+TESSEL_HOST_DEVICE constexpr auto tiled_divide(T&& t, Til const& tiler) {
   detail::refuse_owning_temporary_view<T>();
   return detail::rebased(t, 0, tiled_divide(t.layout(), tiler));
 }
 
-template <class T, Tiler Til>
-requires TileableTensor<T> TESSEL_HOST_DEVICE constexpr auto flat_divide(T&& t, Til const& tiler) {
+template <TileableTensor T, Tiler Til>
+TESSEL_HOST_DEVICE constexpr auto flat_divide(T&& t, Til const& tiler) {
   detail::refuse_owning_temporary_view<T>();
   return detail::rebased(t, 0, flat_divide(t.layout(), tiler));
 }
@@ -242,10 +240,8 @@ void check_grid_coordinate(C const& coord, G const& extents, std::string const& 
 // is outside the tile grid (host; not checked in device code).
 // @post local_tile(t, (T0, T1), (b0, b1))(i, j) is t(b0 * T0 + i, b1 * T1 + j);
 //       shape(result) == tile_shape for integer tilers
-template <class T, Tuple Til, class C>
-requires TileableTensor<T> TESSEL_HOST_DEVICE constexpr auto local_tile(T&& t,
-                                                                        Til const& tile_shape,
-                                                                        C const& coord) {
+template <TileableTensor T, Tuple Til, class C>
+TESSEL_HOST_DEVICE constexpr auto local_tile(T&& t, Til const& tile_shape, C const& coord) {
   detail::refuse_owning_temporary_view<T>();
   auto divided = zipped_divide(t.layout(), tile_shape);
   auto rest = get<0>(divided);
@@ -305,6 +301,11 @@ TESSEL_HOST_DEVICE constexpr auto thread_coordinate(P const& p, index_t index) {
 
 }  // namespace detail
 
+// A thread arrangement for local_partition: a flat shape, or a layout with a flat shape.
+template <class P>
+concept ThreadLayout = FlatIntTuple<P> ||
+    (LayoutType<P>&& FlatIntTuple<std::remove_cvref_t<decltype(std::declval<P>().shape())>>);
+
 // The elements of t that thread `index` owns when the thread arrangement is tiled over t:
 // threads is a flat shape (threads numbered row-major) or a flat layout numbering its threads one
 // to one, of t's rank; t is cut into tiles of threads' shape (P0, P1, ...), and thread k, at
@@ -314,11 +315,8 @@ TESSEL_HOST_DEVICE constexpr auto thread_coordinate(P const& p, index_t index) {
 // its threads one to one, or index is not one of its threads (host only).
 // @post local_partition(t, (P0, P1), k)(j0, j1) is t(j0 * P0 + k / P1, j1 * P1 + k % P1);
 //       shape(result) == (M / P0, N / P1) for t of shape (M, N)
-template <class T, class P>
-requires TileableTensor<T> &&
-    (FlatIntTuple<P> ||
-     (LayoutType<P> && FlatIntTuple<decltype(std::declval<P>().shape())>)) TESSEL_HOST_DEVICE
-    constexpr auto local_partition(T&& t, P const& threads, index_t index) {
+template <TileableTensor T, ThreadLayout P>
+TESSEL_HOST_DEVICE constexpr auto local_partition(T&& t, P const& threads, index_t index) {
   detail::refuse_owning_temporary_view<T>();
   auto p = detail::thread_layout_of(threads);
 #if !TESSEL_DEVICE_PASS
