@@ -282,6 +282,29 @@ constexpr auto make_plan(BT bt, H h, V v) {
   }
 }
 
+namespace detail {
+// The budgeted plan (make_host_plan, make_device_plan): chunks of budgeted_chunk_size rows, a
+// chunk at most 1/Parts of the batch.
+template <index_t Parts, Integer BT, Integer H, Integer V, Integer Budget>
+constexpr auto make_budgeted_plan(BT bt, H h, V v, Budget budget_bytes) {
+  if constexpr (StaticInt<BT> && StaticInt<H> && StaticInt<V> && StaticInt<Budget>) {
+    static_assert(StaticPlanArguments<BT::value, H::value, V::value>::ok);
+    static_assert(Budget::value >= 0, "tessel: an FLCE scratch budget must be >= 0 bytes.");
+    return StaticFlcePlan<BT::value, H::value, V::value,
+                          budgeted_chunk_size(BT::value, V::value, Budget::value, Parts)>{};
+  } else {
+    check_plan_arguments(to_index(bt), to_index(h), to_index(v));
+    if (to_index(budget_bytes) < 0)
+      throw_error(
+          sentence("an FLCE scratch budget must be >= 0 bytes, got ", to_index(budget_bytes), "."));
+    index_t const chunk =
+        budgeted_chunk_size(to_index(bt), to_index(v), to_index(budget_bytes), Parts);
+    return FlcePlan{to_index(bt), to_index(h), to_index(v), chunk,
+                    plan_num_chunks(to_index(bt), chunk)};
+  }
+}
+}  // namespace detail
+
 // The plan of a host call (flce::forward on host tensors): the largest power of two of rows whose
 // f32 logits fit in budget_bytes (64 MiB by default) and in 1/8 of the whole (BT, V) logits, at
 // most 2048:
@@ -293,22 +316,7 @@ constexpr auto make_plan(BT bt, H h, V v) {
 // @pre bt >= 0, h >= 1, v >= 1, budget_bytes >= 0
 template <Integer BT, Integer H, Integer V, Integer Budget = Int<host_chunk_budget>>
 constexpr auto make_host_plan(BT bt, H h, V v, Budget budget_bytes = {}) {
-  if constexpr (StaticInt<BT> && StaticInt<H> && StaticInt<V> && StaticInt<Budget>) {
-    static_assert(detail::StaticPlanArguments<BT::value, H::value, V::value>::ok);
-    static_assert(Budget::value >= 0, "tessel: an FLCE scratch budget must be >= 0 bytes.");
-    return StaticFlcePlan<BT::value, H::value, V::value,
-                          detail::budgeted_chunk_size(BT::value, V::value, Budget::value,
-                                                      detail::host_chunk_parts)>{};
-  } else {
-    detail::check_plan_arguments(to_index(bt), to_index(h), to_index(v));
-    if (to_index(budget_bytes) < 0)
-      detail::throw_error(detail::sentence("an FLCE scratch budget must be >= 0 bytes, got ",
-                                           to_index(budget_bytes), "."));
-    index_t const chunk = detail::budgeted_chunk_size(
-        to_index(bt), to_index(v), to_index(budget_bytes), detail::host_chunk_parts);
-    return FlcePlan{to_index(bt), to_index(h), to_index(v), chunk,
-                    detail::plan_num_chunks(to_index(bt), chunk)};
-  }
+  return detail::make_budgeted_plan<detail::host_chunk_parts>(bt, h, v, budget_bytes);
 }
 
 // The plan of a CUDA call (flce::forward on device tensors): the largest power of two of rows
@@ -323,22 +331,7 @@ constexpr auto make_host_plan(BT bt, H h, V v, Budget budget_bytes = {}) {
 // @pre bt >= 0, h >= 1, v >= 1, budget_bytes >= 0
 template <Integer BT, Integer H, Integer V, Integer Budget = Int<device_chunk_budget>>
 constexpr auto make_device_plan(BT bt, H h, V v, Budget budget_bytes = {}) {
-  if constexpr (StaticInt<BT> && StaticInt<H> && StaticInt<V> && StaticInt<Budget>) {
-    static_assert(detail::StaticPlanArguments<BT::value, H::value, V::value>::ok);
-    static_assert(Budget::value >= 0, "tessel: an FLCE scratch budget must be >= 0 bytes.");
-    return StaticFlcePlan<BT::value, H::value, V::value,
-                          detail::budgeted_chunk_size(BT::value, V::value, Budget::value,
-                                                      detail::device_chunk_parts)>{};
-  } else {
-    detail::check_plan_arguments(to_index(bt), to_index(h), to_index(v));
-    if (to_index(budget_bytes) < 0)
-      detail::throw_error(detail::sentence("an FLCE scratch budget must be >= 0 bytes, got ",
-                                           to_index(budget_bytes), "."));
-    index_t const chunk = detail::budgeted_chunk_size(
-        to_index(bt), to_index(v), to_index(budget_bytes), detail::device_chunk_parts);
-    return FlcePlan{to_index(bt), to_index(h), to_index(v), chunk,
-                    detail::plan_num_chunks(to_index(bt), chunk)};
-  }
+  return detail::make_budgeted_plan<detail::device_chunk_parts>(bt, h, v, budget_bytes);
 }
 
 // The same with the chunk size chosen by the caller (any size >= 1; the 2048 cap applies only to
