@@ -3,6 +3,7 @@
 // the scalar kernel bodies' math.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -190,6 +191,53 @@ TEST(PacketPath, StreamingThresholdIsSetForTheProcess) {
     EXPECT_FALSE(exec::streams_destination(index_t{1} << 40));
   }
   EXPECT_EQ(exec::streaming_store_bytes(), before);
+}
+
+}  // namespace
+
+namespace {
+
+// exec::exp_shifted_in_place, the unnormalized softmax of a contiguous row (FLCE's host row
+// pass): exp(x - max) at every length around the packet width, its sum, and rows whose maximum
+// is not finite left as they are.
+TEST(ExpShiftedInPlace, GivesExpOfTheShiftedRowAndItsSum) {
+  for (index_t n : {1, 3, 4, 7, 16, 37, 100}) {
+    SCOPED_TRACE(n);
+    std::vector<double> x(static_cast<std::size_t>(n));
+    for (index_t j = 0; j < n; ++j) x[std::size_t(j)] = 3.0 * std::sin(0.7 * double(j)) + 1.0;
+    std::vector<double> const before = x;
+    double const m = *std::max_element(before.begin(), before.end());
+    auto const e = exec::exp_shifted_in_place(x.data(), n);
+    EXPECT_EQ(e.max, m);
+    double sum = 0;
+    for (index_t j = 0; j < n; ++j) {
+      double const want = std::exp(before[std::size_t(j)] - m);
+      EXPECT_NEAR(x[std::size_t(j)], want, 1e-15 * want) << j;
+      sum += want;
+    }
+    EXPECT_NEAR(e.sum, sum, 1e-14 * sum);
+    exec::scale_in_place(x.data(), n, 1.0 / e.sum);  // the softmax
+    double total = 0;
+    for (double p : x) total += p;
+    EXPECT_NEAR(total, 1.0, 1e-14);
+  }
+}
+
+TEST(ExpShiftedInPlace, LeavesARowWithANonFiniteMaximumUnwritten) {
+  std::vector<std::vector<float>> const rows = {
+      {1.0f, inf, 2.0f, 0.5f, 3.0f}, {1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN(), 0.5f, 3.0f}, {-inf, -inf, -inf, -inf, -inf}};
+  for (auto const& row : rows) {
+    std::vector<float> x = row;
+    auto const e = exec::exp_shifted_in_place(x.data(), index_t(x.size()));
+    EXPECT_FALSE(std::isfinite(e.max));
+    EXPECT_TRUE(std::isnan(e.sum));
+    EXPECT_EQ(std::memcmp(x.data(), row.data(), x.size() * sizeof(float)), 0);
+  }
+  std::vector<float> x = {-inf, 0.0f, 1.0f, -inf, 2.0f, -inf, 0.5f, 0.25f, -inf};
+  auto const e = exec::exp_shifted_in_place(x.data(), index_t(x.size()));
+  EXPECT_EQ(e.max, 2.0f);
+  EXPECT_EQ(x[0], 0.0f);  // exp(-inf) is exactly 0, as the softmax needs
+  EXPECT_EQ(x[4], 1.0f);
 }
 
 }  // namespace

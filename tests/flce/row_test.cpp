@@ -1,16 +1,19 @@
 // The fused row body on its own: a closed-form example, the sequential (host) context, a block of
 // threads emulating the CUDA block context (strided lanes, a barrier reduction, in-place writes),
 // the 16-bit gradient buffer the CUDA path uses, a chunk's row body (ChunkRows) with static and
-// run-time plans, and the online-softmax combination.
+// run-time plans, the online-softmax combination, and the host's row pass for plain rows
+// (host_plain_rows) against the fused body.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
 #include <tessel/exec/body/context.hpp>
+#include <tessel/flce/host_rows.hpp>
 #include <tessel/flce/row.hpp>
 
 #include "flce/reference.hpp"
@@ -211,6 +214,111 @@ TEST(ChunkRows, ABlockOfThreadsPerRowAndBothPlanKindsGiveTheSequentialResult) {
       EXPECT_NEAR(zz[r], want_z[r], 1e-12 * std::abs(want_z[r]) + 1e-14) << r;
     }
   }
+}
+
+// The host's row pass for plain rows (flce/host_rows.hpp) gives what the fused body gives, to
+// rounding, over a chunk with every kind of row: ordinary, ignored, a +inf logit, a NaN, all -inf
+// (those three take the fused body's formula, so their bits agree), with class weights, per-row
+// dy and a z-loss; with and without bias and temperature, with and without a gradient.
+template <class C>
+void expect_host_rows_match_fused(bool with_bias, double temperature, bool grads, double tol) {
+  index_t const rows = 7, vocab = 37;
+  auto const p = flce::test::random_problem(rows, 1, vocab, 5u, true, true);
+  std::vector<C> bias(p.bias.begin(), p.bias.end()), weights(p.class_weights.begin(),
+                                                             p.class_weights.end());
+  std::vector<C> logits(static_cast<std::size_t>(rows * vocab));
+  for (std::size_t i = 0; i < logits.size(); ++i)
+    logits[i] = C(4.0 * std::sin(0.37 * static_cast<double>(i)));
+  C const inf = std::numeric_limits<C>::infinity();
+  logits[3 * vocab + 7] = inf;                                        // chunk row 3: a +inf
+  logits[4 * vocab + 30] = std::numeric_limits<C>::quiet_NaN();       // chunk row 4: a NaN
+  std::fill_n(logits.begin() + 5 * vocab, vocab, -inf);               // chunk row 5: all -inf
+  std::vector<std::int64_t> target = {9, 3, -100, 36, 5, 17, 0, 11};  // the chunk is rows 1..7
+  std::vector<C> dy = {9, 0.5, 1.5, -2.0, 0.25, 1.0, 3.0, 2.0};
+  double weight_sum = 0;
+  for (C w : weights) weight_sum += static_cast<double>(w);
+
+  struct Out {
+    std::vector<C> z, ce, zl, lse, logprob;
+  };
+  auto run = [&](bool host_path) {
+    Out o{logits, std::vector<C>(8, C(-1)), std::vector<C>(8, C(-1)), std::vector<C>(8, C(-1)),
+          std::vector<C>(8, C(-1))};
+    ChunkRows<FlcePlan, C, C, C, std::int64_t> body;
+    body.plan = FlcePlan(make_plan(8, 1, vocab, rows));
+    body.logits = o.z.data();
+    body.grad = grads ? o.z.data() : nullptr;
+    body.bias = with_bias ? bias.data() : nullptr;
+    body.class_weights = weights.data();
+    body.target = target.data();
+    body.grad_output_rows = dy.data();
+    body.scales = {0.5, 0.25};
+    RowConstants<C> k;
+    k.lse_square_scale = C(1e-2);
+    k.class_weight_sum = C(weight_sum);
+    k.inv_temperature = C(1.0 / temperature);
+    body.k = k;
+    body.row_ce = o.ce.data();
+    body.row_z = o.zl.data();
+    body.lse = o.lse.data();
+    body.target_logprob = o.logprob.data();
+    body.first_row = 1;
+    EXPECT_TRUE(plain_rows(body.k));
+    if (host_path)
+      host_plain_rows(exec::OpenMP{.threads = 2}, body, o.z.data(), rows);
+    else
+      for (index_t i = 0; i < rows; ++i) body(exec::SequentialContext{}, i);
+    return o;
+  };
+  Out const want = run(false), got = run(true);
+  auto expect_same = [&](std::vector<C> const& a, std::vector<C> const& b, char const* what) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      SCOPED_TRACE(testing::Message() << what << "[" << i << "]");
+      if (std::isnan(b[i]) || std::isinf(b[i]))
+        EXPECT_TRUE(std::isnan(b[i]) ? std::isnan(a[i]) : a[i] == b[i]) << a[i] << " vs " << b[i];
+      else
+        EXPECT_NEAR(double(a[i]), double(b[i]), tol * (std::abs(double(b[i])) + 1e-3));
+    }
+  };
+  expect_same(got.ce, want.ce, "row_ce");
+  expect_same(got.zl, want.zl, "row_z");
+  expect_same(got.lse, want.lse, "lse");
+  expect_same(got.logprob, want.logprob, "target_logprob");
+  EXPECT_EQ(got.ce[0], C(-1));  // rows outside the chunk are not written
+  EXPECT_EQ(got.ce[2], C(0));   // the ignored row
+  EXPECT_TRUE(std::isinf(got.lse[4]) && std::isnan(got.lse[5]) && std::isinf(got.lse[6]));
+  if (grads) {
+    expect_same(got.z, want.z, "grad");
+    for (index_t j = 0; j < vocab; ++j) EXPECT_EQ(got.z[1 * vocab + j], C(0));  // ignored: zeros
+  }
+}
+
+TEST(HostPlainRows, GiveTheFusedBodysResultsForEveryKindOfRow) {
+  for (bool with_bias : {false, true})
+    for (double temperature : {1.0, 0.7})
+      for (bool grads : {true, false}) {
+        SCOPED_TRACE(testing::Message() << "bias " << with_bias << ", T " << temperature
+                                        << ", gradient " << grads);
+        expect_host_rows_match_fused<double>(with_bias, temperature, grads, 1e-13);
+        expect_host_rows_match_fused<float>(with_bias, temperature, grads, 2e-5);
+      }
+}
+
+TEST(HostPlainRows, TakeOnlyRowsWithoutTheFusedBodysVariants) {
+  RowConstants<float> k;
+  EXPECT_TRUE(plain_rows(k));
+  auto with = [&](auto change) {
+    RowConstants<float> c = k;
+    change(c);
+    return plain_rows(c);
+  };
+  EXPECT_FALSE(with([](auto& c) { c.smoothing = true; }));
+  EXPECT_FALSE(with([](auto& c) { c.entropy = true; }));
+  EXPECT_FALSE(with([](auto& c) { c.argmax = true; }));
+  EXPECT_FALSE(with([](auto& c) { c.softcap = 30.0f; }));
+  EXPECT_FALSE(with([](auto& c) { c.soft_weight = 0.5f; }));
+  EXPECT_TRUE(with([](auto& c) { c.inv_temperature = 2.0f; }));
+  EXPECT_TRUE(with([](auto& c) { c.lse_square_scale = 1e-4f; }));
 }
 
 // The row's online softmax is exec's logsumexp paired with the smoothing sum (RowSoftmaxOp): its

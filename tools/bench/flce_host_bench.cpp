@@ -5,6 +5,10 @@
 //            (Eigen GEMMs, the same OpenMP row loop and expf as FLCE);
 //   flce:    flce::forward with the host plan's chunking (make_host_plan: 256 rows here), and
 //            with chunks of 128 and BT/8 = 256 rows.
+// BM_FlceRowPass/0 and /1: the row pass of one chunk (256 rows of V logits, mean reduction, a
+// z-loss) alone: 0 the fused row body per row (what the CUDA kernel runs, and the host for calls
+// with label smoothing, entropy, argmax, softcap or soft targets), 1 the host's pass for plain
+// rows (flce/host_rows.hpp). The logits are restored before each timed pass.
 // BM_FlceHostShape/BT/H/V is flce::forward with the host plan at other shapes: BT 4096, H 2048,
 // V 32000 (an LLM-like head), and any shape given by --flce_shape=BT,H,V (repeatable; the
 // comparison with PyTorch, tools/bench/compare_pytorch.py, passes its shapes that way).
@@ -31,6 +35,7 @@
 #include <vector>
 
 #include <Eigen/Core>
+#include <tessel/flce/chunk_loop.hpp>
 #include <tessel/flce/forward.hpp>
 #include <tessel/tensor/tensor.hpp>
 
@@ -214,7 +219,41 @@ void BM_FlceHostShape(benchmark::State& state) {
   run_fused(state, data({state.range(0), state.range(1), state.range(2)}), 0);
 }
 
+// range(0): 0 the fused row body, 1 the host's pass for plain rows.
+void BM_FlceRowPass(benchmark::State& state) {
+  constexpr index_t rows = 256;
+  Data& d = data();
+  std::vector<float> logits(static_cast<std::size_t>(rows * vocab)), work(logits.size());
+  std::mt19937 rng(3);
+  std::normal_distribution<float> n(0.0f, 2.0f);
+  for (auto& e : logits) e = n(rng);
+  std::vector<float> ce(bt), z(bt);
+  flce::ChunkRows<flce::FlcePlan, float, float, float, std::int64_t> body;
+  body.plan = flce::FlcePlan(flce::make_plan(bt, hidden, vocab, rows));
+  body.logits = work.data();
+  body.grad = work.data();
+  body.target = d.y.data();
+  body.scales = {1.0 / double(bt), 1.0 / double(bt)};
+  body.k.lse_square_scale = 1e-4f;
+  body.k.class_weight_sum = float(vocab);
+  body.row_ce = ce.data();
+  body.row_z = z.data();
+  exec::OpenMP const executor{};
+  for (auto _ : state) {
+    state.PauseTiming();
+    work = logits;
+    state.ResumeTiming();
+    if (state.range(0) == 0)
+      exec::for_each_row(executor, rows, vocab, body);
+    else
+      flce::host_plain_rows(executor, body, work.data(), rows);
+    benchmark::DoNotOptimize(work.data());
+  }
+  state.counters["threads"] = static_cast<double>(threads());
+}
+
 BENCHMARK(BM_UnfusedHost)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_FlceRowPass)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_FlceHost)->Arg(0)->Arg(128)->Arg(bt / 8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // "--flce_shape=BT,H,V" as a shape; false if the argument is not one.

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "../expr/assign.hpp"
 #include "../expr/math.hpp"
 #include "../expr/reduce.hpp"
+#include "../expr/scalar_math.hpp"
 #include "../expr/softmax.hpp"
 #include "body/context.hpp"
 #include "body/elementwise.hpp"
@@ -472,6 +474,44 @@ void run_assignment(DV const& dst, Node const& node, X const& executor) {
 }
 
 }  // namespace tessel::exec::detail
+
+namespace tessel::exec {
+
+// What exp_shifted_in_place leaves: the row's maximum m and sum_j exp(x_j - m); the row's
+// logsumexp is max + log(sum), its softmax x_j / sum.
+template <class S>
+struct ShiftedExp {
+  S max;
+  S sum;
+};
+
+// x_j <- exp(x_j - m) over a contiguous row of n > 0 elements, m = max_j x_j: the unnormalized
+// softmax in one exp per element (the host's vector path where S has one), the passes the host's
+// one-exp softmax makes. A row whose maximum is not finite (a +inf or a NaN in it, or all -inf),
+// where exp(x_j - m) is not the softmax's numerator, is left unwritten: sum is then NaN.
+template <class S>
+ShiftedExp<S> exp_shifted_in_place(S* x, index_t n) {
+  LeafEval<S, 1> const row{x, 1, {}};
+  S const m = detail::reduce_run(MaxOp<S>{}, row, 0, n, 0, true);
+  if (!math::isfinite(m)) return {m, std::numeric_limits<S>::quiet_NaN()};
+  DstEval<S, 1> const out{x, 1, {}};
+  using Shifted = MapEval<ops::Sub, LeafEval<S, 1>, ScalarEval<S>>;
+  detail::run_elementwise(out, MapEval<ops::Exp, Shifted>{{}, {Shifted{{}, {row, ScalarEval<S>{m}}}}},
+                          0, n, {.contiguous = true});
+  return {m, detail::reduce_run(SumOp<S>{}, row, 0, n, 0, true)};
+}
+
+// x_j <- x_j * factor over a contiguous row of n elements.
+template <class S>
+void scale_in_place(S* x, index_t n, S factor) {
+  LeafEval<S, 1> const row{x, 1, {}};
+  detail::run_elementwise(
+      DstEval<S, 1>{x, 1, {}},
+      MapEval<ops::Mul, LeafEval<S, 1>, ScalarEval<S>>{{}, {row, ScalarEval<S>{factor}}},
+      0, n, {.contiguous = true});
+}
+
+}  // namespace tessel::exec
 
 namespace tessel {
 

@@ -21,6 +21,7 @@
 #include "arguments.hpp"
 #include "backend.hpp"
 #include "call.hpp"
+#include "host_rows.hpp"
 #include "loop_bodies.hpp"
 #include "options.hpp"
 #include "plan.hpp"
@@ -267,6 +268,10 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
     stats.out = shard.local;
   }
 
+  // The host's row pass for rows without the fused body's variants (flce/host_rows.hpp).
+  constexpr bool host_rows_possible = backend::device == Device::host && !Sharded;
+  bool const host_rows = host_rows_possible && soft.count == 0 && plain_rows(body.k);
+
   // The weight as the GEMMs read it: the caller's memory, or a widened copy made once.
   A const* w_data = nullptr;
   index_t w_ld = w.row_stride;
@@ -320,6 +325,12 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
       soft_row_body soft_body;
       static_cast<typename row_body::args_type&>(soft_body) = body;
       backend::template rows<row_threads>(executor, rows, v, soft_body);
+    } else if constexpr (host_rows_possible) {
+      if (host_rows)
+        host_plain_rows(executor, static_cast<typename row_body::args_type const&>(body), logits,
+                        rows);
+      else
+        backend::template rows<row_threads>(executor, rows, v, body);
     } else {
       backend::template rows<row_threads>(executor, rows, v, body);
     }

@@ -272,6 +272,31 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> row_loss(RowStats<C> const& s, 
   return loss;
 }
 
+// The coefficients of a non-ignored row's gradient g_j = p_coefficient p_j - a [j = t] - b w_j
+// - sq w_j q_j (+ eh p_j (z_j - mean)), before the softcap's derivative: d z / d raw's 1 / T
+// folded in, the upstream scales applied.
+template <class C>
+struct RowGradientScales {
+  C a;              // the hard target's term
+  C b;              // the smoothing term's, per unit class weight
+  C sq;             // the soft targets', per unit weighted probability
+  C eh;             // the entropy bonus's
+  C p_coefficient;  // p_j's: a + b W + 2 s lse (z-loss) + sq Q
+};
+
+template <class C>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowGradientScales<C> row_gradient_scales(
+    RowConstants<C> const& k, RowStats<C> const& s, C w_t, C ce_grad_scale, C z_grad_scale,
+    C soft_grad_scale) {
+  C const hard = ce_grad_scale * k.hard_weight;  // the hard cross-entropy's scale
+  C const sq = soft_grad_scale * k.soft_weight * k.one_minus_smoothing * k.inv_temperature;
+  C const a = hard * w_t * k.one_minus_smoothing * k.inv_temperature;
+  C const b = (hard + soft_grad_scale * k.soft_weight) * k.smoothing_per_class * k.inv_temperature;
+  C const zc = z_grad_scale * C(2) * k.lse_square_scale * s.lse * k.inv_temperature;
+  C const eh = ce_grad_scale * k.entropy_bonus * k.inv_temperature;
+  return {a, b, sq, eh, a + b * k.class_weight_sum + zc + sq * s.soft_mass};
+}
+
 // The epilogue's writer of a non-ignored row's gradient, write(j) for each of this lane's logits
 // in increasing order (j = lane, lane + lanes, ...): g_j = (a + b W + zc + sq Q) p_j - a [j = t]
 // - b w_j - sq w_j q_j (plus the entropy bonus's beta p_j (z_j - mean)), times the softcap's
@@ -291,13 +316,10 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowSta
   constexpr bool soft_targets = has_soft_targets<Soft>;
   using G = typename Reader::grad_type;
   RowConstants<C> const& k = rd.k;
-  C const hard = ce_grad_scale * k.hard_weight;  // the hard cross-entropy's scale
-  C const sq = soft_grad_scale * k.soft_weight * k.one_minus_smoothing * k.inv_temperature;
-  C const a = hard * w_t * k.one_minus_smoothing * k.inv_temperature;
-  C const b = (hard + soft_grad_scale * k.soft_weight) * k.smoothing_per_class * k.inv_temperature;
-  C const zc = z_grad_scale * C(2) * k.lse_square_scale * s.lse * k.inv_temperature;
-  C const eh = ce_grad_scale * k.entropy_bonus * k.inv_temperature;
-  C const p_coefficient = a + b * k.class_weight_sum + zc + sq * s.soft_mass;
+  RowGradientScales<C> const scales =
+      row_gradient_scales(k, s, w_t, ce_grad_scale, z_grad_scale, soft_grad_scale);
+  C const a = scales.a, b = scales.b, sq = scales.sq, eh = scales.eh;
+  C const p_coefficient = scales.p_coefficient;
   C const lse = s.lse, mean = s.mean;
   // Without soft targets the hard target is the only special class: no cursor.
   auto cursor = [&] {
@@ -561,6 +583,29 @@ struct ChunkRowsArgs {
   TESSEL_HOST_DEVICE TESSEL_FORCEINLINE index_t row_target(index_t i) const {
     return target_of(target, target_stride, first_row + i, shift, k.ignore_index);
   }
+  // Row i's scales of the cross-entropy and z-loss gradient terms: its dy times the mean's
+  // multipliers.
+  TESSEL_HOST_DEVICE TESSEL_FORCEINLINE void row_scales(index_t i, C& ce, C& z) const {
+    index_t const row = first_row + i;
+    double const dy = grad_output_rows != nullptr
+                          ? static_cast<double>(grad_output_rows[row * grad_output_stride])
+                          : grad_output;
+    ce = static_cast<C>(dy * scales.ce);
+    z = static_cast<C>(dy * scales.z);
+  }
+  // Row i's loss terms and per-row outputs, its target t.
+  TESSEL_HOST_DEVICE void write_row(index_t i, index_t t, RowLoss<C> const& l) const {
+    index_t const row = first_row + i;
+    row_ce[row] = l.ce;
+    row_z[row] = l.z;
+    if (row_soft != nullptr) row_soft[row] = l.soft;
+    if (lse != nullptr) lse[row * lse_stride] = l.lse;
+    if (target_logprob != nullptr) target_logprob[row * target_logprob_stride] = l.target_logprob;
+    if (entropy != nullptr) entropy[row * entropy_stride] = l.entropy;
+    if (argmax != nullptr) argmax[row * argmax_stride] = l.argmax;
+    // An ignored row (argmax -1) is never a hit.
+    if (row_correct != nullptr) row_correct[row] = l.argmax >= 0 && l.argmax == t ? 1 : 0;
+  }
 };
 
 // The row body of one chunk, for exec::for_each_row: row i of the chunk is row first_row + i of
@@ -582,15 +627,13 @@ struct ChunkRows : ChunkRowsArgs<Plan, C, G, T, Y> {
     args_type const& a = *this;
     vocab_type const vocab = a.plan.vocab_extent();
     index_t const row = a.first_row + i;
-    double const dy = a.grad_output_rows != nullptr
-                          ? static_cast<double>(a.grad_output_rows[row * a.grad_output_stride])
-                          : a.grad_output;
     RowRefs<C, G, T> const refs = a.row_refs(i, vocab);
     // A local copy: the gradient's stores (through refs.grad) cannot alias it, so its fields stay
     // in registers across the row's loops instead of being reloaded after every store.
     RowConstants<C> const constants = a.k;
     index_t const t = a.row_target(i);
-    C const ce_scale = static_cast<C>(dy * a.scales.ce), z_scale = static_cast<C>(dy * a.scales.z);
+    C ce_scale, z_scale;
+    a.row_scales(i, ce_scale, z_scale);
     auto const soft_row = [&] {
       if constexpr (Soft)
         return SoftRowRef<C>{&a.soft, row};
@@ -607,18 +650,7 @@ struct ChunkRows : ChunkRowsArgs<Plan, C, G, T, Y> {
       l = sharded_row(ctx, refs, vocab, t, local_class(t, a.vocab_offset, vocab), s, w_t, z_t,
                       constants, ce_scale, z_scale, soft_row, z_scale);
     }
-    if (ctx.lane() == 0) {
-      a.row_ce[row] = l.ce;
-      a.row_z[row] = l.z;
-      if (a.row_soft != nullptr) a.row_soft[row] = l.soft;
-      if (a.lse != nullptr) a.lse[row * a.lse_stride] = l.lse;
-      if (a.target_logprob != nullptr)
-        a.target_logprob[row * a.target_logprob_stride] = l.target_logprob;
-      if (a.entropy != nullptr) a.entropy[row * a.entropy_stride] = l.entropy;
-      if (a.argmax != nullptr) a.argmax[row * a.argmax_stride] = l.argmax;
-      // An ignored row (argmax -1) is never a hit.
-      if (a.row_correct != nullptr) a.row_correct[row] = l.argmax >= 0 && l.argmax == t ? 1 : 0;
-    }
+    if (ctx.lane() == 0) a.write_row(i, t, l);
   }
 };
 
