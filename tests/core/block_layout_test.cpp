@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <tessel/core/block_layout.hpp>
+#include <tessel/core/divide.hpp>
+#include <tessel/core/select.hpp>
 
 namespace {
 
@@ -23,6 +25,20 @@ static_assert(std::is_same_v<decltype(block_layout(l46, b23, BlockOrder::merged)
 static_assert(block_layout(l46, b23, BlockOrder::merged)(1, 1, 4) == 22);
 static_assert(std::is_same_v<decltype(block_grid_shape(make_shape(Int<4>{}, Int<6>{}), b23)),
                              tuple<Int<2>, Int<2>>>);
+
+// The orders are the divides by the block shape: reordered is flat_divide, merged tiled_divide,
+// interleaved logical_divide flattened; for static arguments (the types above) and run-time ones.
+static_assert(block_layout(l46, b23, BlockOrder::reordered) == flat_divide(l46, b23));
+static_assert(block_layout(l46, b23, BlockOrder::merged) == tiled_divide(l46, b23));
+static_assert(block_layout(l46, b23, BlockOrder::interleaved) == flatten(logical_divide(l46, b23)));
+constexpr auto padded = make_layout(make_shape(index_t{6}, index_t{8}), make_stride(11, 1));
+constexpr auto b32 = make_shape(index_t{3}, index_t{2});
+static_assert(block_layout(padded, b32, BlockOrder::reordered) == flat_divide(padded, b32));
+static_assert(block_layout(padded, b32, BlockOrder::merged) == tiled_divide(padded, b32));
+static_assert(block_layout(padded, b32, BlockOrder::interleaved) ==
+              flatten(logical_divide(padded, b32)));
+static_assert(block_layout(padded, b32, BlockOrder::interleaved) ==
+              make_layout(make_shape(2, 3, 4, 2), make_stride(33, 11, 2, 1)));
 
 template <class L, class Order>
 void expect_block_mapping(L const& base, index_t b0, index_t b1, Order order) {

@@ -5,10 +5,16 @@
 //   merged       (B0, B1, ..., (b0, b1, ...))   — one hierarchical mode, indexed row-major, so
 //                                                 the view never needs a copy whatever the strides.
 // Static extents stay static; a static non-dividing block fails to compile.
+//
+// The three orders are the divides by the block shape (divide.hpp), one mechanism: reordered is
+// flat_divide, merged is tiled_divide, interleaved is logical_divide flattened. What block_layout
+// adds is its own checks first, whose sentences name the block shape and the shape.
 #pragma once
 
+#include "divide.hpp"
 #include "error.hpp"
 #include "layout.hpp"
+#include "select.hpp"
 
 namespace tessel {
 
@@ -80,24 +86,16 @@ template <class L, IntTuple B, BlockOrderTag Order>
 TESSEL_HOST_DEVICE constexpr auto block_layout(L const& layout_or_shape, B const& block_shape,
                                                Order) {
   auto l = make_layout(layout_or_shape);
-  auto s = l.shape();
-  auto d = l.stride();
   auto b = detail::normalize_int_tuple(block_shape);
-  detail::check_block_shape(s, b);
-  auto grid = transform(s, b, [](auto si, auto bi) { return si / bi; });
-  auto grid_stride = transform(d, b, [](auto di, auto bi) { return di * bi; });
+  detail::check_block_shape(l.shape(), b);
+  // An integer tile of an integer mode s:d is (s / b, b):(b * d, d) in the divides, so every
+  // static extent and stride stays static.
   if constexpr (std::same_as<Order, InterleavedOrder>) {
-    auto join = [](auto acc, auto pair) { return concat(acc, pair); };
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return Layout(
-          fold(make_tuple(make_tuple(get<I>(grid), get<I>(b))...), tuple<>{}, join),
-          fold(make_tuple(make_tuple(get<I>(grid_stride), get<I>(d))...), tuple<>{}, join));
-    }
-    (std::make_index_sequence<tuple_size_v<decltype(s)>>{});
+    return flatten(logical_divide(l, b));
   } else if constexpr (std::same_as<Order, ReorderedOrder>) {
-    return Layout(concat(grid, b), concat(grid_stride, d));
+    return flat_divide(l, b);
   } else {
-    return Layout(append(grid, b), append(grid_stride, d));
+    return tiled_divide(l, b);
   }
 }
 
