@@ -149,19 +149,30 @@ struct StaticDivideCheck {
   static constexpr bool ok = true;
 };
 
+// The leaf a static failure names, with its extent and stride: the mode that does not line up
+// (not_composable), otherwise the complement's offending mode. Shared by DivideStatic and
+// ProductStatic, whose values both carry leaf/extent/stride and a complement.
+struct ReportedMode {
+  index_t mode = -1;
+  index_t extent = 0;
+  index_t stride = 0;
+};
+
+template <class Values>
+TESSEL_HOST_DEVICE constexpr ReportedMode reported_mode(Values const& v) {
+  if (v.failure == TilingFailure::not_composable) return {v.leaf, v.extent, v.stride};
+  return {v.complement.mode, v.complement.extent, v.complement.stride};
+}
+
 template <class L, class T>
 struct DivideStatic {
   static constexpr auto value = divide_values(leaf_values(L{}.shape()), leaf_values(L{}.stride()),
                                               leaf_values(T{}.shape()), leaf_values(T{}.stride()));
-  static constexpr bool ok = StaticDivideCheck < value.failure, value.complement.failure,
-                        value.failure == TilingFailure::not_composable ? value.leaf
-                                                                       : value.complement.mode,
-                        value.failure == TilingFailure::not_composable ? value.extent
-                                                                       : value.complement.extent,
-                        value.failure == TilingFailure::not_composable ? value.stride
-                                                                       : value.complement.stride,
-                        value.complement.span, value.size, value.complement.cosize,
-                        value.covered > ::ok;
+  static constexpr ReportedMode reported = reported_mode(value);
+  static constexpr bool ok =
+      StaticDivideCheck<value.failure, value.complement.failure, reported.mode, reported.extent,
+                        reported.stride, value.complement.span, value.size, value.complement.cosize,
+                        value.covered>::ok;
   struct RestShape {
     static constexpr auto value = DivideStatic::value.rest.shape;
   };

@@ -103,14 +103,11 @@ template <class A, class B>
 struct ProductStatic {
   static constexpr auto value = product_values(leaf_values(A{}.shape()), leaf_values(A{}.stride()),
                                                leaf_values(B{}.shape()), leaf_values(B{}.stride()));
-  static constexpr bool ok = StaticTilingProductCheck < value.failure, value.complement.failure,
-                        value.failure == TilingFailure::not_composable ? value.leaf
-                                                                       : value.complement.mode,
-                        value.failure == TilingFailure::not_composable ? value.extent
-                                                                       : value.complement.extent,
-                        value.failure == TilingFailure::not_composable ? value.stride
-                                                                       : value.complement.stride,
-                        value.complement.span, value.bound > ::ok;
+  static constexpr ReportedMode reported = reported_mode(value);
+  static constexpr bool ok =
+      StaticTilingProductCheck<value.failure, value.complement.failure, reported.mode,
+                               reported.extent, reported.stride, value.complement.span,
+                               value.bound>::ok;
 };
 
 // The modes that b's leaves [First, Last) became, as static types.
