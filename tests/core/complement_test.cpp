@@ -60,17 +60,9 @@ static_assert(runtime_complement == complement(make_layout(make_shape(Int<4>{}, 
 static_assert(complement(make_layout(make_shape(Int<2>{}), make_stride(Int<4>{})), index_t{16}) ==
               make_layout(make_shape(Int<2>{}, Int<4>{}), make_stride(Int<8>{}, Int<1>{})));
 
-std::string text(test_support::SmallLayout const& l) {
-  return to_string(l.layout());
-}
-
-bool injective(test_support::SmallLayout const& small) {
-  auto l = small.layout();
-  std::vector<index_t> offsets;
-  for (index_t i = 0; i < size(l); ++i) offsets.push_back(l(i));
-  std::sort(offsets.begin(), offsets.end());
-  return std::adjacent_find(offsets.begin(), offsets.end()) == offsets.end();
-}
+using test_support::error_text;
+using test_support::injective;
+using test_support::text;
 
 // The largest extent * stride over the leaves of extent > 1 (1 if none).
 index_t widest(test_support::SmallLayout const& small) {
@@ -199,12 +191,7 @@ TEST(Complement, StaticAndRunTimeAgree) {
 }
 
 std::string complement_error(auto const& l, index_t bound) {
-  try {
-    (void)complement(l, bound);
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
+  return error_text([&] { (void)complement(l, bound); });
 }
 
 TEST(Complement, RefusalsNameTheLayoutAndTheValues) {

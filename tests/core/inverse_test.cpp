@@ -71,17 +71,9 @@ static_assert(max_common_layout(make_layout(make_shape(index_t{4}, index_t{8}),
                                             make_stride(index_t{1}, index_t{4})),
                                 cols) == max_common_layout(cols, cols));
 
-std::string text(test_support::SmallLayout const& l) {
-  return to_string(l.layout());
-}
-
-bool injective(test_support::SmallLayout const& small) {
-  auto l = small.layout();
-  std::vector<index_t> offsets;
-  for (index_t i = 0; i < size(l); ++i) offsets.push_back(l(i));
-  std::sort(offsets.begin(), offsets.end());
-  return std::adjacent_find(offsets.begin(), offsets.end()) == offsets.end();
-}
+using test_support::error_text;
+using test_support::injective;
+using test_support::text;
 
 // The largest n such that every offset 0 .. n-1 is reached.
 index_t reached_run(test_support::SmallLayout const& small) {
@@ -245,12 +237,7 @@ TEST(Inverse, StaticAndRunTimeAgree) {
 }
 
 std::string left_inverse_error(auto const& l) {
-  try {
-    (void)left_inverse(l);
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
+  return error_text([&] { (void)left_inverse(l); });
 }
 
 TEST(LeftInverse, RefusalsNameTheLayoutAndTheValues) {

@@ -57,18 +57,10 @@ static_assert(runtime_product == logical_product(block22, grid34));
 static_assert(blocked_product(make_shape(index_t{2}, index_t{2}), make_shape(3, 4)) ==
               blocked_product(block22, grid34));
 
+using test_support::error_text;
+using test_support::injective;
 using test_support::SmallLayout;
-
-std::string text(SmallLayout const& l) {
-  return to_string(l.layout());
-}
-
-bool injective(auto const& l) {
-  std::vector<index_t> o;
-  for (index_t k = 0; k < size(l); ++k) o.push_back(l(k));
-  std::sort(o.begin(), o.end());
-  return std::adjacent_find(o.begin(), o.end()) == o.end();
-}
+using test_support::text;
 
 std::vector<SmallLayout> small_tilers() {
   std::vector<SmallLayout> out;
@@ -80,21 +72,9 @@ std::vector<SmallLayout> small_tilers() {
   return out;
 }
 
-// The layouts of rank 1 and 2, and those of rank 3 with the strides 0, 1, 2, 4, 12.
-std::vector<SmallLayout> product_layouts() {
-  std::vector<SmallLayout> out;
-  for (auto const& small : test_support::small_layouts(false)) {
-    if (small.shape.size() == 3 && std::any_of(small.stride.begin(), small.stride.end(),
-                                               [](index_t d) { return d == 3 || d == 6; }))
-      continue;
-    out.push_back(small);
-  }
-  return out;
-}
-
 TEST(LogicalProduct, ReachesTheComplementAtTheTilerPlusTheLayout) {
   std::size_t formed = 0;
-  for (auto const& small : product_layouts()) {
+  for (auto const& small : test_support::tiling_layouts()) {
     auto a = small.layout();
     for (auto const& small_b : small_tilers()) {
       auto b = small_b.layout();
@@ -220,12 +200,7 @@ TEST(LogicalProduct, StaticAndRunTimeAgree) {
 }
 
 std::string product_error(auto const& a, auto const& b) {
-  try {
-    (void)logical_product(a, b);
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
+  return error_text([&] { (void)logical_product(a, b); });
 }
 
 TEST(LogicalProduct, RefusalsNameTheLayoutTheTilerAndTheValues) {

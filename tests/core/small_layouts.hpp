@@ -1,10 +1,15 @@
 // Every small flat layout (rank 1..3, extents 0..4, strides from a few values), for checking the
-// algebra's post-conditions over every coordinate.
+// algebra's post-conditions over every coordinate, and what the algebra's tests over them share:
+// a layout's text, its sorted offsets, injectivity, and the sentence a refusal throws.
 #pragma once
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
+#include <tessel/core/error.hpp>
 #include <tessel/core/layout.hpp>
+#include <tessel/core/print.hpp>
 
 namespace tessel::test_support {
 
@@ -25,6 +30,37 @@ struct SmallLayout {
   // As a run-time-rank layout.
   auto layout() const { return make_layout(shape_values(), stride_values()); }
 };
+
+// "(2,3):(1,2)", for failure messages.
+inline std::string text(SmallLayout const& l) {
+  return to_string(l.layout());
+}
+
+// The offsets of every 1-D index of l, sorted.
+std::vector<index_t> sorted_offsets(auto const& l) {
+  std::vector<index_t> out;
+  for (index_t k = 0; k < size(l); ++k) out.push_back(l(k));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool injective(auto const& l) {
+  auto o = sorted_offsets(l);
+  return std::adjacent_find(o.begin(), o.end()) == o.end();
+}
+inline bool injective(SmallLayout const& l) {
+  return injective(l.layout());
+}
+
+// The sentence of the tessel::Error that refuse() throws, or "no error".
+std::string error_text(auto&& refuse) {
+  try {
+    refuse();
+  } catch (Error const& e) {
+    return e.what();
+  }
+  return "no error";
+}
 
 inline std::vector<SmallLayout> small_layouts(bool with_zero_extents = true) {
   std::vector<index_t> extents = {1, 2, 3, 4};
@@ -47,6 +83,19 @@ inline std::vector<SmallLayout> small_layouts(bool with_zero_extents = true) {
       }
       out.push_back(l);
     }
+  }
+  return out;
+}
+
+// small_layouts(false) without the rank-3 layouts that use the strides 3 or 6: the divides' and
+// products' exhaustive tests stay under a second.
+inline std::vector<SmallLayout> tiling_layouts() {
+  std::vector<SmallLayout> out;
+  for (auto const& small : small_layouts(false)) {
+    if (small.shape.size() == 3 && std::any_of(small.stride.begin(), small.stride.end(),
+                                               [](index_t d) { return d == 3 || d == 6; }))
+      continue;
+    out.push_back(small);
   }
   return out;
 }
