@@ -77,6 +77,31 @@ TESSEL_HOST_DEVICE constexpr void check_block_shape(S const& s, B const& b) {
 #endif
 }
 
+// False when check_block_shape's static_asserts fail (the ranks differ, or a static block extent
+// does not divide its static extent): block_layout then does not instantiate the divide, which
+// would say it a second time.
+template <class S, class B>
+constexpr bool static_blocks_may_divide() {
+  if constexpr (!(Tuple<S> && Tuple<B>)) {
+    return false;
+  } else if constexpr (tuple_size_v<S> != tuple_size_v<B>) {
+    return false;
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      auto mode_may_divide = []<class SI, class BI>(SI, BI) {
+        if constexpr (StaticInt<SI> && StaticInt<BI>) {
+          return BI::value > 0 && SI::value % BI::value == 0;
+        } else {
+          return true;
+        }
+      };
+      return (true && ... &&
+              mode_may_divide(std::tuple_element_t<I, S>{}, std::tuple_element_t<I, B>{}));
+    }
+    (std::make_index_sequence<tuple_size_v<S>>{});
+  }
+}
+
 }  // namespace detail
 
 // @pre layout flat; rank(block_shape) == rank(layout); every block extent > 0 divides its extent
@@ -88,9 +113,12 @@ TESSEL_HOST_DEVICE constexpr auto block_layout(L const& layout_or_shape, B const
   auto l = make_layout(layout_or_shape);
   auto b = detail::normalize_int_tuple(block_shape);
   detail::check_block_shape(l.shape(), b);
-  // An integer tile of an integer mode s:d is (s / b, b):(b * d, d) in the divides, so every
-  // static extent and stride stays static.
-  if constexpr (std::same_as<Order, InterleavedOrder>) {
+  using S = std::remove_cvref_t<decltype(l.shape())>;
+  if constexpr (!detail::static_blocks_may_divide<S, decltype(b)>()) {
+    return l;  // not reached: the static_assert above fails the compilation
+  } else if constexpr (std::same_as<Order, InterleavedOrder>) {
+    // An integer tile of an integer mode s:d is (s / b, b):(b * d, d) in the divides, so every
+    // static extent and stride stays static.
     return flatten(logical_divide(l, b));
   } else if constexpr (std::same_as<Order, ReorderedOrder>) {
     return flat_divide(l, b);
