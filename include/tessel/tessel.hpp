@@ -78,6 +78,7 @@
 #include "tensor/print.hpp"
 #include "tensor/slicer.hpp"
 #include "tensor/tensor.hpp"
+#include "tensor/tiling.hpp"
 #include "tensor/view_identity.hpp"
 #include "tensor/view_queries.hpp"
 #include "tensor/views.hpp"
