@@ -17,9 +17,9 @@
 // whole. A tuple of per-mode tilers (a shape such as (2, 4), or a tuple of layouts, integers and
 // shapes; CuTe's Tile) divides mode k of the layout by tiler k; its rank must be the layout's.
 // An integer tiler n of an integer mode s:d gives the integer modes (s / n, n):(n * d, d),
-// static where s and n are static (as block_layout). Every other rest and tile is computed by
-// the value code and is a flat tuple of modes, whose rank can depend on the values: a static
-// layout tuple for static arguments, a DynRankTuple at run time.
+// static where s and n are static (block_layout's orders are these divides by a shape). Every
+// other rest and tile is computed by the value code and is a flat tuple of modes, whose rank can
+// depend on the values: a static layout tuple for static arguments, a DynRankTuple at run time.
 //
 // The tiler must divide the layout: (complement(t, size(l)), t) must cover exactly size(l)
 // indices, and composition(l, that bijection) must be a layout. Failures throw tessel::Error (a
