@@ -10,6 +10,7 @@
 #include <tessel/core/print.hpp>
 
 #include "small_layouts.hpp"
+#include "support/error_of.hpp"
 
 namespace {
 
@@ -60,7 +61,7 @@ static_assert(runtime_complement == complement(make_layout(make_shape(Int<4>{}, 
 static_assert(complement(make_layout(make_shape(Int<2>{}), make_stride(Int<4>{})), index_t{16}) ==
               make_layout(make_shape(Int<2>{}, Int<4>{}), make_stride(Int<8>{}, Int<1>{})));
 
-using test_support::error_text;
+using test::error_of;
 using test_support::injective;
 using test_support::text;
 
@@ -191,7 +192,7 @@ TEST(Complement, StaticAndRunTimeAgree) {
 }
 
 std::string complement_error(auto const& l, index_t bound) {
-  return error_text([&] { (void)complement(l, bound); });
+  return error_of([&] { (void)complement(l, bound); });
 }
 
 TEST(Complement, RefusalsNameTheLayoutAndTheValues) {

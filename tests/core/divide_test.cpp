@@ -16,6 +16,7 @@
 #include <tessel/core/print.hpp>
 
 #include "small_layouts.hpp"
+#include "support/error_of.hpp"
 
 namespace {
 
@@ -74,7 +75,7 @@ static_assert(logical_divide(make_layout(make_shape(index_t{8}, index_t{8})),
                              make_shape(index_t{2}, index_t{4})) ==
               logical_divide(m88, make_shape(I2{}, I4{})));
 
-using test_support::error_text;
+using test::error_of;
 using test_support::SmallLayout;
 using test_support::sorted_offsets;
 using test_support::text;
@@ -279,7 +280,7 @@ TEST(LogicalDivide, StaticAndRunTimeAgree) {
 }
 
 std::string divide_error(auto const& l, auto const& t) {
-  return error_text([&] { (void)logical_divide(l, t); });
+  return error_of([&] { (void)logical_divide(l, t); });
 }
 
 TEST(LogicalDivide, RefusalsNameTheLayoutTheTilerAndTheValues) {

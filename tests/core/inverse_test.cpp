@@ -12,6 +12,7 @@
 #include <tessel/core/print.hpp>
 
 #include "small_layouts.hpp"
+#include "support/error_of.hpp"
 
 namespace {
 
@@ -71,7 +72,7 @@ static_assert(max_common_layout(make_layout(make_shape(index_t{4}, index_t{8}),
                                             make_stride(index_t{1}, index_t{4})),
                                 cols) == max_common_layout(cols, cols));
 
-using test_support::error_text;
+using test::error_of;
 using test_support::injective;
 using test_support::text;
 
@@ -237,7 +238,7 @@ TEST(Inverse, StaticAndRunTimeAgree) {
 }
 
 std::string left_inverse_error(auto const& l) {
-  return error_text([&] { (void)left_inverse(l); });
+  return error_of([&] { (void)left_inverse(l); });
 }
 
 TEST(LeftInverse, RefusalsNameTheLayoutAndTheValues) {

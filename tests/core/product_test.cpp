@@ -13,6 +13,7 @@
 #include <tessel/core/product.hpp>
 
 #include "small_layouts.hpp"
+#include "support/error_of.hpp"
 
 namespace {
 
@@ -57,7 +58,7 @@ static_assert(runtime_product == logical_product(block22, grid34));
 static_assert(blocked_product(make_shape(index_t{2}, index_t{2}), make_shape(3, 4)) ==
               blocked_product(block22, grid34));
 
-using test_support::error_text;
+using test::error_of;
 using test_support::injective;
 using test_support::SmallLayout;
 using test_support::text;
@@ -200,7 +201,7 @@ TEST(LogicalProduct, StaticAndRunTimeAgree) {
 }
 
 std::string product_error(auto const& a, auto const& b) {
-  return error_text([&] { (void)logical_product(a, b); });
+  return error_of([&] { (void)logical_product(a, b); });
 }
 
 TEST(LogicalProduct, RefusalsNameTheLayoutTheTilerAndTheValues) {

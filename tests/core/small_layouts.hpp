@@ -1,13 +1,12 @@
 // Every small flat layout (rank 1..3, extents 0..4, strides from a few values), for checking the
 // algebra's post-conditions over every coordinate, and what the algebra's tests over them share:
-// a layout's text, its sorted offsets, injectivity, and the sentence a refusal throws.
+// a layout's text, its sorted offsets and injectivity.
 #pragma once
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include <tessel/core/error.hpp>
 #include <tessel/core/layout.hpp>
 #include <tessel/core/print.hpp>
 
@@ -50,16 +49,6 @@ bool injective(auto const& l) {
 }
 inline bool injective(SmallLayout const& l) {
   return injective(l.layout());
-}
-
-// The sentence of the tessel::Error that refuse() throws, or "no error".
-std::string error_text(auto&& refuse) {
-  try {
-    refuse();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 inline std::vector<SmallLayout> small_layouts(bool with_zero_extents = true) {
