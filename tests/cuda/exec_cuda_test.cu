@@ -1,10 +1,13 @@
 // The CUDA executor against the host executor (its host twin): every kernel family (packet,
 // linear and FastDivmod elementwise; block and warp row reductions, flat and not; softmax and
 // log-softmax epilogues; full reductions and argmax through cub::DeviceReduce), with results
-// compared element by element. Those tests skip, with a message, without a GPU; the validation
-// tests (shape errors before any launch, nothing written) run everywhere.
+// compared element by element; and a kernel of tiled views (examples/tiled_copy's body: local_tile,
+// local_partition, an identity tensor for the ragged edge) against its host twin. Those tests
+// skip, with a message, without a GPU; the validation tests (shape errors before any launch,
+// nothing written) run everywhere.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -22,6 +25,7 @@
 #include <tessel/tensor/host_tensor.hpp>
 #include <tessel/tessel.hpp>
 
+#include "../../examples/tiled_copy/tiled_copy.hpp"
 #include "exec/row_bodies.hpp"
 #include "support/cuda.hpp"
 
@@ -440,6 +444,34 @@ TEST(CudaRows, ABlockPerRowMatchesTheHostTwin) {
                           test::CenterRows<float>{din.data(), dout.data(), dsums.data(), n});
   expect_close(to_host(dout, s), want, 1e-4);
   expect_close(to_host(dsums, s), want_sums, 1e-4);
+}
+
+// The tiled copy's body as a kernel: block blockIdx.x, thread threadIdx.x of the
+// <<<block_count, thread_count>>> launch, over device views of the two (64, 64) buffers.
+__global__ void tiled_copy_kernel(float const* src, float* dst) {
+  auto s = make_device_tensor(src, tiled_copy::buffer_layout());
+  auto d = make_device_tensor(dst, tiled_copy::buffer_layout());
+  tiled_copy::copy_tile_part(s, d, static_cast<index_t>(blockIdx.x),
+                             static_cast<index_t>(threadIdx.x));
+}
+
+TEST(CudaTiledViews, TiledCopyMatchesTheHostTwin) {
+  TESSEL_REQUIRE_GPU("the tiled copy kernel", "examples/tiled_copy");
+  gpu::Stream s;
+  auto src = random_host(tiled_copy::buffer_layout(), 44);
+  auto padding = make_host_tensor<float>(tiled_copy::buffer_layout());
+  for (float& x : padding) x = -1.0f;  // what no thread writes stays -1
+  auto dsrc = to_device(src, s);
+  auto ddst = to_device(padding, s);
+  auto want = make_host_tensor<float>(tiled_copy::buffer_layout());
+  std::copy(padding.begin(), padding.end(), want.begin());
+  for (index_t b = 0; b < tiled_copy::block_count; ++b)
+    for (index_t k = 0; k < tiled_copy::thread_count; ++k)
+      tiled_copy::copy_tile_part(src.view(), want.view(), b, k);
+  tiled_copy_kernel<<<tiled_copy::block_count, tiled_copy::thread_count, 0, s.get()>>>(
+      dsrc.data(), ddst.data());
+  TESSEL_CUDA_CHECK(cudaGetLastError(), "launching the tiled copy kernel");
+  expect_close(to_host(ddst, s), want, 0.0);
 }
 
 }  // namespace
