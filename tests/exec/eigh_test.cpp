@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <tessel/exec/eigh.hpp>
+#include <tessel/exec/qr.hpp>
 #include <tessel/tessel.hpp>
 
 #include "support/error_of.hpp"
@@ -174,6 +175,49 @@ TEST(EighErrors, SentencesNameTheShapes) {
             "eigh of matrices (2,3,3) needs eigenvalues (2,3) and info (2), got eigenvalues (2,3) "
             "and info (1).");
   EXPECT_EQ(q(0, 0, 0), 0.0) << "nothing written";
+}
+
+// qr_orthogonal_factor (exec/qr.hpp), the QR iteration's other primitive, tested beside eigh.
+TEST(QrOrthogonalFactor, GivesAnOrthogonalQWithUpperTriangularQtAInBothStorageOrders) {
+  index_t const n = 4;
+  std::vector<double> a(2 * n * n);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::sin(1.0 + 3.0 * static_cast<double>(i));
+  for (bool row_major : {true, false}) {
+    std::vector<double> q = a;
+    auto const rows = make_tensor(q.data(), make_layout(make_shape(index_t{2}, n, n)));
+    if (row_major)
+      exec::qr_orthogonal_factor(exec::Serial{}, rows);
+    else
+      exec::qr_orthogonal_factor(exec::Serial{}, permute<0, 2, 1>(rows));
+    // Element (i, j) of matrix b of a and of q in the storage order used.
+    auto at = [&](std::vector<double> const& m, index_t b, index_t i, index_t j) {
+      return row_major ? m[static_cast<std::size_t>(b * n * n + i * n + j)]
+                       : m[static_cast<std::size_t>(b * n * n + j * n + i)];
+    };
+    for (index_t b = 0; b < 2; ++b)
+      for (index_t i = 0; i < n; ++i)
+        for (index_t j = 0; j < n; ++j) {
+          double qtq = 0.0, qta = 0.0;
+          for (index_t k = 0; k < n; ++k) {
+            qtq += at(q, b, k, i) * at(q, b, k, j);
+            qta += at(q, b, k, i) * at(a, b, k, j);
+          }
+          EXPECT_NEAR(qtq, i == j ? 1.0 : 0.0, 1e-14) << row_major << " " << b;
+          if (i > j) {
+            EXPECT_NEAR(qta, 0.0, 1e-14) << row_major << " " << b;
+          }
+        }
+  }
+  // LAPACK's sign convention: the first reflector maps (3, 4) onto -5 e_1, so Q's first column is
+  // (3, 4) / -5.
+  std::vector<double> m = {3.0, 1.0, 4.0, 2.0};  // row-major [[3, 1], [4, 2]]
+  exec::qr_orthogonal_factor(exec::Serial{},
+                             make_tensor(m.data(), make_layout(make_shape(index_t{2}, index_t{2}))));
+  EXPECT_NEAR(m[0], -0.6, 1e-15);
+  EXPECT_NEAR(m[2], -0.8, 1e-15);
+  auto rect = make_host_tensor<double>(make_shape(index_t{2}, index_t{3}, index_t{4}));
+  EXPECT_EQ(error_of([&] { exec::qr_orthogonal_factor(exec::Serial{}, rect.view()); }),
+            "qr_orthogonal_factor needs square matrices, got (2,3,4).");
 }
 
 }  // namespace
