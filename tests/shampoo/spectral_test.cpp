@@ -399,4 +399,309 @@ TEST(Eigendecomposed, TheStateIsTheFactorsEigendecompositionAndRoundTrips) {
                                      "(shampoo and eigendecomposed Shampoo use it)."});
 }
 
+// The QR iteration written in plain loops (modified Gram-Schmidt for the QR factorization, whose
+// Q differs from Householder's by column signs only, which change no eigenvalue estimate and flip
+// the eigenvectors' signs): max_iterations times B = Q_k R_k, Q <- Q Q_k, B <- Q_k^T B Q_k, stopping
+// when ||B - diag B||_F <= tolerance ||B||_F; then the columns ordered by diag(B).
+struct QrReference {
+  Matrix q;
+  std::vector<double> lambda;
+};
+
+QrReference qr_reference(Matrix const& a, Matrix q, index_t d, index_t iterations,
+                         double tolerance) {
+  Matrix b = multiply(multiply(transpose(q, d, d), a, d, d, d), q, d, d, d);
+  auto const at = [d](Matrix& m, index_t i, index_t j) -> double& {
+    return m[static_cast<std::size_t>(i * d + j)];
+  };
+  for (index_t it = 0; it < iterations; ++it) {
+    double total = 0.0, diagonal = 0.0;
+    for (index_t i = 0; i < d; ++i)
+      for (index_t j = 0; j < d; ++j) total += at(b, i, j) * at(b, i, j);
+    for (index_t i = 0; i < d; ++i) diagonal += at(b, i, i) * at(b, i, i);
+    if (std::sqrt(total - diagonal) <= tolerance * std::sqrt(total)) break;
+    Matrix qk = b;  // columns orthonormalized in place
+    for (index_t j = 0; j < d; ++j) {
+      for (index_t k = 0; k < j; ++k) {
+        double dot = 0.0;
+        for (index_t i = 0; i < d; ++i) dot += at(qk, i, k) * at(qk, i, j);
+        for (index_t i = 0; i < d; ++i) at(qk, i, j) -= dot * at(qk, i, k);
+      }
+      double norm = 0.0;
+      for (index_t i = 0; i < d; ++i) norm += at(qk, i, j) * at(qk, i, j);
+      for (index_t i = 0; i < d; ++i) at(qk, i, j) /= std::sqrt(norm);
+    }
+    b = multiply(multiply(transpose(qk, d, d), b, d, d, d), qk, d, d, d);
+    q = multiply(q, qk, d, d, d);
+  }
+  std::vector<index_t> order(static_cast<std::size_t>(d));
+  for (index_t i = 0; i < d; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](index_t i, index_t j) { return at(b, i, i) < at(b, j, j); });
+  QrReference out{Matrix(q.size()), {}};
+  for (index_t j = 0; j < d; ++j) {
+    index_t const from = order[static_cast<std::size_t>(j)];
+    out.lambda.push_back(at(b, from, from));
+    for (index_t i = 0; i < d; ++i) at(out.q, i, j) = at(q, i, from);
+  }
+  return out;
+}
+
+// A symmetric d x d matrix V diag(spectrum) V^T, V a random orthogonal matrix.
+Matrix with_spectrum(std::vector<double> const& spectrum, unsigned seed) {
+  auto const d = static_cast<index_t>(spectrum.size());
+  std::vector<double> const r = random_values(spectrum.size() * spectrum.size(), seed);
+  Eigen::MatrixXd const v =
+      Eigen::HouseholderQR<Eigen::MatrixXd>(
+          Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const>(r.data(), d, d))
+          .householderQ();
+  Eigen::VectorXd s(d);
+  for (index_t i = 0; i < d; ++i) s(i) = spectrum[static_cast<std::size_t>(i)];
+  Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const a = v * s.asDiagonal() * v.transpose();
+  return Matrix(a.data(), a.data() + d * d);
+}
+
+Matrix identity(index_t d) {
+  Matrix q(static_cast<std::size_t>(d * d), 0.0);
+  for (index_t i = 0; i < d; ++i) q[static_cast<std::size_t>(i * d + i)] = 1.0;
+  return q;
+}
+
+// The library's QR iteration on a batch of two matrices, from `start`.
+QrReference library_qr(std::vector<Matrix> const& a, Matrix const& start, index_t d,
+                       index_t iterations, double tolerance, double ridge = 0.0) {
+  using B = exec::Memory<exec::Serial>;
+  auto const count = static_cast<index_t>(a.size());
+  std::vector<double> in, q, lambda(static_cast<std::size_t>(count * d));
+  for (auto const& m : a) {
+    in.insert(in.end(), m.begin(), m.end());
+    q.insert(q.end(), start.begin(), start.end());
+  }
+  std::vector<RootResult> results(static_cast<std::size_t>(count));
+  auto const layout = make_layout(make_shape(count, d, d));
+  qr_iteration<double>(exec::Serial{}, B::view(static_cast<double const*>(in.data()), layout),
+                       B::view(q.data(), layout), lambda.data(), count, d, ridge, iterations,
+                       tolerance, std::span<RootResult>(results));
+  for (auto const& r : results) EXPECT_TRUE(r.ok());
+  return {q, lambda};
+}
+
+// Column j of a and b (d x d row-major) agree up to its sign.
+void expect_columns_up_to_sign(Matrix const& a, Matrix const& b, index_t d, double tolerance,
+                               std::string const& what) {
+  for (index_t j = 0; j < d; ++j) {
+    double dot = 0.0;
+    for (index_t i = 0; i < d; ++i)
+      dot += a[static_cast<std::size_t>(i * d + j)] * b[static_cast<std::size_t>(i * d + j)];
+    double const s = dot < 0.0 ? -1.0 : 1.0;
+    for (index_t i = 0; i < d; ++i)
+      EXPECT_NEAR(a[static_cast<std::size_t>(i * d + j)], s * b[static_cast<std::size_t>(i * d + j)],
+                  tolerance)
+          << what << " column " << j << " row " << i;
+  }
+}
+
+TEST(QrIteration, MatchesAPlainLoopReferenceFromIdentityAndFromAWarmStart) {
+  index_t const d = 5;
+  std::vector<Matrix> const a = {with_spectrum({0.5, 1.0, 2.0, 4.0, 8.0}, 3),
+                                 with_spectrum({1e-3, 0.2, 0.3, 3.0, 9.0}, 4)};
+  Matrix const warm = with_spectrum({1, 2, 3, 4, 5}, 9);  // symmetric; made orthogonal below
+  Eigen::MatrixXd const wq = Eigen::HouseholderQR<Eigen::MatrixXd>(
+                                 Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const>(
+                                     warm.data(), d, d))
+                                 .householderQ();
+  Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const wr = wq;
+  Matrix const start_warm(wr.data(), wr.data() + d * d);
+  for (Matrix const& start : {identity(d), start_warm})
+    for (index_t iterations : {0, 1, 3}) {
+      QrReference const got = library_qr(a, start, d, iterations, 0.0);
+      for (std::size_t b = 0; b < a.size(); ++b) {
+        QrReference const want = qr_reference(a[b], start, d, iterations, 0.0);
+        std::string const what = "matrix " + std::to_string(b) + ", " +
+                                 std::to_string(iterations) + " iterations";
+        for (index_t i = 0; i < d; ++i)
+          EXPECT_NEAR(got.lambda[b * d + static_cast<std::size_t>(i)],
+                      want.lambda[static_cast<std::size_t>(i)], 1e-12)
+              << what;
+        Matrix const qb(got.q.begin() + static_cast<std::ptrdiff_t>(b * d * d),
+                        got.q.begin() + static_cast<std::ptrdiff_t>((b + 1) * d * d));
+        expect_columns_up_to_sign(qb, want.q, d, 1e-12, what);
+      }
+    }
+}
+
+TEST(QrIteration, ConvergesToEighForSeparatedSpectraAndStopsAtItsTolerance) {
+  index_t const d = 6;
+  std::vector<double> const spectrum = {0.1, 0.4, 1.0, 2.5, 6.0, 15.0};
+  std::vector<Matrix> const a = {with_spectrum(spectrum, 11), with_spectrum(spectrum, 12)};
+  QrReference const got = library_qr(a, identity(d), d, 200, 0.0);
+  for (std::size_t b = 0; b < a.size(); ++b) {
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> const es(
+        Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const>(a[b].data(), d, d));
+    Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const v = es.eigenvectors();
+    for (index_t i = 0; i < d; ++i)
+      EXPECT_NEAR(got.lambda[b * d + static_cast<std::size_t>(i)], es.eigenvalues()(i), 1e-10);
+    Matrix const qb(got.q.begin() + static_cast<std::ptrdiff_t>(b * d * d),
+                    got.q.begin() + static_cast<std::ptrdiff_t>((b + 1) * d * d));
+    // Tolerance 0 still stops once ||B||^2 - ||diag B||^2 rounds to 0 (off-diagonal ~1e-8
+    // relative), as Distributed Shampoo's criterion does: the vectors are that close, no closer.
+    expect_columns_up_to_sign(qb, Matrix(v.data(), v.data() + d * d), d, 1e-7,
+                              "matrix " + std::to_string(b));
+  }
+  // With a tolerance the iteration stops at the first estimate within it, as the reference does.
+  for (double tolerance : {1e-2, 1e-5}) {
+    QrReference const stopped = library_qr(a, identity(d), d, 200, tolerance);
+    QrReference const want = qr_reference(a[0], identity(d), d, 200, tolerance);
+    for (index_t i = 0; i < d; ++i)
+      EXPECT_NEAR(stopped.lambda[static_cast<std::size_t>(i)],
+                  want.lambda[static_cast<std::size_t>(i)], 1e-12)
+          << tolerance;
+  }
+  // A tolerance of 1 is met by any estimate: no iteration, Q reordered by diag(A) only.
+  QrReference const kept = library_qr(a, identity(d), d, 5, 1.0);
+  QrReference const none = qr_reference(a[0], identity(d), d, 0, 0.0);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(d * d); ++i)
+    EXPECT_EQ(kept.q[i], none.q[i]);
+}
+
+// Eigenvalue-corrected Shampoo with the QR iteration (DefaultSOAPConfig): the eigenvectors after
+// each amortized step are the reference iteration's from the previous ones (the identity at
+// first), on F / bc2 + epsilon I; resumed from a saved state, the run continues bit for bit.
+TEST(QrIteration, EigenvalueCorrectedWarmStartsFromItsStateAndRoundTrips) {
+  index_t const rows = 4, cols = 3;
+  Options o;
+  o.preconditioner = PreconditionerType::eigenvalue_corrected;
+  o.root.eigendecomposition.method = EigendecompositionMethod::qr;
+  o.beta2 = 0.9;
+  o.epsilon = 1e-6;
+  o.factor_matrix_dtype = DType::f64;
+  EXPECT_TRUE(ignored_options(o).empty());
+  Shampoo<double> opt(plan_for({{rows, cols}}), o);
+  auto const n = static_cast<std::size_t>(rows * cols);
+  std::vector<double> w = random_values(n, 7);
+  Matrix l(static_cast<std::size_t>(rows * rows), 0.0), ql = identity(rows);
+  StateKey const key{"0", "block_0", "shampoo", "factor_matrices_eigenvectors", "0"};
+  StateDict mid;
+  std::vector<double> w_mid;
+  for (unsigned t = 1; t <= 5; ++t) {
+    std::vector<double> const g = random_values(n, 60 + t);
+    opt.step({std::span<double>(w)}, {std::span<double const>(g)});
+    Matrix const ggt = multiply(g, transpose(g, rows, cols), rows, cols, rows);
+    double const bc2 = 1.0 - std::pow(0.9, t);
+    Matrix a(l.size());
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      l[i] = 0.9 * l[i] + 0.1 * ggt[i];
+      a[i] = l[i] / bc2;
+    }
+    for (index_t i = 0; i < rows; ++i) a[static_cast<std::size_t>(i * rows + i)] += 1e-6;
+    ql = qr_reference(a, ql, rows, 1, 0.0).q;
+    StateDict const now = opt.state_dict();
+    std::vector<double> q(static_cast<std::size_t>(rows * rows));
+    std::memcpy(q.data(), now.at(key).data.data(), q.size() * sizeof(double));
+    expect_columns_up_to_sign(q, ql, rows, 1e-8, "step " + std::to_string(t));
+    for (index_t j = 0; j < rows; ++j)  // the reference's signs from here on: the library's
+      for (index_t i = 0; i < rows; ++i)
+        ql[static_cast<std::size_t>(i * rows + j)] = q[static_cast<std::size_t>(i * rows + j)];
+    if (t == 2) {
+      mid = opt.state_dict();
+      w_mid = w;
+    }
+  }
+  Shampoo<double> resumed(plan_for({{rows, cols}}), o);
+  resumed.load_state_dict(mid);
+  for (unsigned t = 3; t <= 5; ++t) {
+    std::vector<double> const g = random_values(n, 60 + t);
+    resumed.step({std::span<double>(w_mid)}, {std::span<double const>(g)});
+  }
+  EXPECT_EQ(w_mid, w);
+  EXPECT_EQ(resumed.state_dict().at(key).data, opt.state_dict().at(key).data);
+}
+
+// Eigendecomposed Shampoo: many QR iterations reach eigh's eigendecomposition; eigh's tolerance
+// of 1 skips every decomposition, so the eigenvectors stay the identity and the eigenvalues are
+// the diagonal of F / bc2 + epsilon I, unsorted (Distributed Shampoo's estimate).
+TEST(QrIteration, EigendecomposedReachesEighAndEighsToleranceSkips) {
+  index_t const rows = 4, cols = 3;
+  Options o;
+  o.preconditioner = PreconditionerType::eigendecomposed;
+  o.beta2 = 0.9;
+  o.epsilon = 1e-3;
+  o.factor_matrix_dtype = DType::f64;
+  Options qr = o;
+  qr.root.eigendecomposition = {EigendecompositionMethod::qr, 0.0, 500};
+  Options skipping = o;
+  skipping.root.eigendecomposition.tolerance = 1.0;
+  Shampoo<double> by_eigh(plan_for({{rows, cols}}), o), by_qr(plan_for({{rows, cols}}), qr),
+      skipped(plan_for({{rows, cols}}), skipping);
+  auto const n = static_cast<std::size_t>(rows * cols);
+  std::vector<double> w1 = random_values(n, 8), w2 = w1, w3 = w1;
+  Matrix l(static_cast<std::size_t>(rows * rows), 0.0);
+  auto const doubles = [](StateTensor const& t) {
+    std::vector<double> v(t.data.size() / sizeof(double));
+    std::memcpy(v.data(), t.data.data(), t.data.size());
+    return v;
+  };
+  StateKey const values{"0", "block_0", "shampoo", "factor_matrices_eigenvalues", "0"};
+  StateKey const vectors{"0", "block_0", "shampoo", "factor_matrices_eigenvectors", "0"};
+  for (unsigned t = 1; t <= 3; ++t) {
+    std::vector<double> const g = random_values(n, 80 + t);
+    by_eigh.step({std::span<double>(w1)}, {std::span<double const>(g)});
+    by_qr.step({std::span<double>(w2)}, {std::span<double const>(g)});
+    skipped.step({std::span<double>(w3)}, {std::span<double const>(g)});
+    Matrix const ggt = multiply(g, transpose(g, rows, cols), rows, cols, rows);
+    for (std::size_t i = 0; i < l.size(); ++i) l[i] = 0.9 * l[i] + 0.1 * ggt[i];
+    std::vector<double> const le = doubles(by_eigh.state_dict().at(values));
+    std::vector<double> const lq = doubles(by_qr.state_dict().at(values));
+    for (index_t i = 0; i < rows; ++i)
+      EXPECT_NEAR(lq[static_cast<std::size_t>(i)], le[static_cast<std::size_t>(i)], 1e-10) << t;
+    if (t == 3)  // rank 3 plus the ridge: distinct eigenvalues, unique eigenvectors
+      expect_columns_up_to_sign(doubles(by_qr.state_dict().at(vectors)),
+                                doubles(by_eigh.state_dict().at(vectors)), rows, 1e-7,
+                                "step " + std::to_string(t));
+    EXPECT_EQ(doubles(skipped.state_dict().at(vectors)), identity(rows));
+    std::vector<double> const ls = doubles(skipped.state_dict().at(values));
+    double const bc2 = 1.0 - std::pow(0.9, t);
+    for (index_t i = 0; i < rows; ++i)
+      EXPECT_NEAR(ls[static_cast<std::size_t>(i)],
+                  l[static_cast<std::size_t>(i * rows + i)] / bc2 + 1e-3, 1e-14)
+          << t;
+  }
+  for (std::size_t i = 0; i < n; ++i) EXPECT_NEAR(w2[i], w1[i], 1e-9);
+}
+
+TEST(QrIteration, SettingsAreValidatedAndWarnedWhereUnused) {
+  Options o;
+  o.preconditioner = PreconditionerType::eigenvalue_corrected;
+  o.root.eigendecomposition.tolerance = 1.5;
+  EXPECT_EQ(error_of([&] { validate(o); }),
+            "eigendecomposition tolerance must be in [0, 1], got 1.5.");
+  o.root.eigendecomposition.tolerance = std::nan("");
+  EXPECT_EQ(error_of([&] { validate(o); }),
+            "eigendecomposition tolerance must be in [0, 1], got nan.");
+  o.root.eigendecomposition.tolerance = 0.1;
+  o.root.eigendecomposition.max_iterations = -1;
+  EXPECT_EQ(error_of([&] { validate(o); }),
+            "eigendecomposition max_iterations must be >= 0, got -1.");
+  o.root.eigendecomposition.max_iterations = 2;
+  o.root.eigendecomposition.method = static_cast<EigendecompositionMethod>(7);
+  EXPECT_EQ(error_of([&] { validate(o); }),
+            "eigendecomposition method 7 is not an EigendecompositionMethod.");
+  o.root.eigendecomposition.method = EigendecompositionMethod::qr;
+  EXPECT_EQ(error_of([&] { validate(o); }), "no error");
+  EXPECT_TRUE(ignored_options(o).empty());
+  Options unused = o;
+  unused.preconditioner = PreconditionerType::shampoo;
+  EXPECT_EQ(ignored_options(unused),
+            std::vector<std::string>{
+                "the eigendecomposition settings (the QR iteration, tolerance 0.1, max_iterations "
+                "2) have no effect with shampoo (eigenvalue-corrected and eigendecomposed Shampoo "
+                "use them)."});
+  Options eigh = o;
+  eigh.root.eigendecomposition.method = EigendecompositionMethod::eigh;
+  EXPECT_EQ(ignored_options(eigh),
+            std::vector<std::string>{
+                "eigendecomposition max_iterations 2 has no effect with eigh (the QR iteration "
+                "uses it)."});
+}
+
 }  // namespace

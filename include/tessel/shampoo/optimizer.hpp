@@ -48,6 +48,7 @@
 #include "plan/segments.hpp"
 #include "plan/static_plan.hpp"
 #include "roots/inverse_root.hpp"
+#include "roots/qr_iteration.hpp"
 #include "state/group_state.hpp"
 #include "state/quantized.hpp"
 #include "state/state_dict.hpp"
@@ -738,6 +739,65 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     assign(v, s.beta2 * v + s.weight * r * r, executor_);
   }
 
+  // What a warm-started eigendecomposition of mode j decomposes, as Distributed Shampoo's
+  // matrix_eigendecomposition sees it: `in` (F / bias_correction2) times the per-slot trace scale
+  // of eigendecomposed Shampoo with use_trace_scaling, times 1 otherwise (exact). The ridge is
+  // the callee's (decomposition_ridge).
+  template <class In>
+  auto decomposed_input(Group& g, std::size_t j, T const* factor, In const& in,
+                        StepScalars<T> const& s) {
+    double* scale = g.per_slot.data();
+    index_t const d = g.modes[j].d;
+    if (options_.preconditioner == PreconditionerType::eigendecomposed && options_.use_trace_scaling)
+      stages::trace_scales(executor_, factor, g.count, d, s.bias_correction2, options_.epsilon,
+                           options_.trace_scaling_exponent, scale);
+    else
+      assign(B::view(scale, make_layout(make_shape(g.count))), 1.0, executor_);
+    auto const per_matrix =
+        make_layout(make_shape(g.count, d, d), make_stride(Int<1>{}, Int<0>{}, Int<0>{}));
+    return in * B::view(static_cast<double const*>(scale), per_matrix);
+  }
+
+  // The ridge of a warm-started eigendecomposition: epsilon as Distributed Shampoo's default
+  // perturbation adds it (eigendecomposed: as the eigen settings say; eigenvalue-corrected, which
+  // takes no eigen settings: always, as its default config does).
+  double decomposition_ridge() const {
+    if (options_.preconditioner == PreconditionerType::eigendecomposed)
+      return detail::adds_ridge(options_.root.eigen) ? options_.epsilon : 0.0;
+    return options_.epsilon;
+  }
+
+  // eigh's tolerance: the slots in `skip` keep their eigenvectors (m.inverse_roots) and, for
+  // eigendecomposed Shampoo, take the estimate as their eigenvalues, whatever eigh said of them.
+  void keep_skipped(Group& g, typename Group::Mode& m, std::vector<char> const& skip,
+                    T const* estimate, T* out, T* out_eigenvalues,
+                    std::span<RootResult> results) {
+    std::vector<T> keep(skip.size(), T(0));
+    for (std::size_t i = 0; i < skip.size(); ++i)
+      if (skip[i]) {
+        keep[i] = T(1);
+        results[i] = RootResult{};
+      }
+    auto mask = B::template scratch<T>(executor_, g.count);
+    B::from_host(executor_, keep.data(), g.count, mask.data());
+    auto const layout = detail::matrices_layout(g.count, m.d);
+    auto const o = B::view(out, layout);
+    assign(o,
+           where(B::view(static_cast<T const*>(mask.data()), detail::per_matrix_layout(g.count, m.d)) !=
+                     T(0),
+                 B::view(static_cast<T const*>(m.inverse_roots.data()), layout), o),
+           executor_);
+    if (options_.preconditioner == PreconditionerType::eigendecomposed) {
+      auto const e = B::view(out_eigenvalues, make_layout(make_shape(g.count, m.d)));
+      assign(e,
+             where(B::view(static_cast<T const*>(mask.data()), detail::per_row_layout(g.count, m.d)) !=
+                       T(0),
+                   B::view(estimate, make_layout(make_shape(g.count, m.d))), e),
+             executor_);
+    }
+    B::wait(executor_);  // keep's host memory
+  }
+
   // The inverse roots of every mode of the group from F / bias_correction2 (eigenvalue-corrected
   // Shampoo: the eigenvectors; eigendecomposed: the eigenvectors and eigenvalues), committed slot
   // by slot where they succeeded; errors and failure counts per slot as one block would have them.
@@ -747,12 +807,15 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     std::vector<char> failed(static_cast<std::size_t>(g.count), 0);
     std::vector<RootStatus> last(static_cast<std::size_t>(g.count), RootStatus::ok);
     std::vector<RootResult> results(static_cast<std::size_t>(g.count));
+    EigendecompositionConfig const& eigendecomposition = options_.root.eigendecomposition;
     for (std::size_t j = 0; j < g.modes.size(); ++j) {
       auto& m = g.modes[j];
       auto const layout = detail::matrices_layout(g.count, m.d);
       auto const in = cast<double>(B::view(factors[j], layout)) / s.bias_correction2;
       auto out = B::template scratch<T>(executor_, g.count * m.d * m.d);
       auto out_eigenvalues = B::template scratch<T>(executor_, eigendecomposed ? g.count * m.d : 0);
+      std::vector<char> skip;  // eigh's tolerance: 1 for a slot that keeps its eigenvectors
+      auto skip_estimate = B::template scratch<T>(executor_, 0);
       auto const compute = [&](auto const& input) {
         if (eigendecomposed)
           factor_eigendecomposition<T>(executor_, input, B::view(out.data(), layout),
@@ -762,7 +825,24 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
           inverse_roots<T>(executor_, input, B::view(out.data(), layout), g.count, m.d, m.root,
                            options_.epsilon, options_.root, std::span<RootResult>(results));
       };
-      if (options_.preconditioner == PreconditionerType::eigenvalue_corrected) {
+      if (decomposes_factors(options_.preconditioner) && eigendecomposition.tolerance != 0.0 &&
+          eigendecomposition.method == EigendecompositionMethod::eigh) {
+        // eigh's tolerance: slots whose kept eigenvectors still diagonalize the factor skip it.
+        skip_estimate = B::template scratch<T>(executor_, g.count * m.d);
+        skip = eigh_estimates_within_tolerance<T>(
+            executor_, decomposed_input(g, j, factors[j], in, s), B::view(m.inverse_roots.data(), layout),
+            skip_estimate.data(), g.count, m.d, decomposition_ridge(), eigendecomposition.tolerance);
+      }
+      if (decomposes_factors(options_.preconditioner) &&
+          eigendecomposition.method == EigendecompositionMethod::qr) {
+        // Warm start: the iteration refines the eigenvectors the state keeps.
+        assign(B::view(out.data(), layout), B::view(m.inverse_roots.data(), layout), executor_);
+        auto lambda = B::template scratch<T>(executor_, eigendecomposed ? 0 : g.count * m.d);
+        qr_iteration<T>(executor_, decomposed_input(g, j, factors[j], in, s), B::view(out.data(), layout),
+                        eigendecomposed ? out_eigenvalues.data() : lambda.data(), g.count, m.d,
+                        decomposition_ridge(), eigendecomposition.max_iterations,
+                        eigendecomposition.tolerance, std::span<RootResult>(results));
+      } else if (options_.preconditioner == PreconditionerType::eigenvalue_corrected) {
         factor_eigenvectors<T>(executor_, B::view(factors[j], layout), B::view(out.data(), layout),
                                g.count, m.d, std::span<RootResult>(results));
       } else if (options_.use_trace_scaling) {
@@ -776,6 +856,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       } else {
         compute(in);
       }
+      if (std::find(skip.begin(), skip.end(), char{1}) != skip.end())
+        keep_skipped(g, m, skip, skip_estimate.data(), out.data(), out_eigenvalues.data(),
+                     std::span<RootResult>(results));
       std::vector<T> commit(static_cast<std::size_t>(g.count), T(0));
       for (index_t slot = 0; slot < g.count; ++slot) {
         auto const i = static_cast<std::size_t>(slot);

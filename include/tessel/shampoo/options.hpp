@@ -76,10 +76,26 @@ struct CoupledNewtonConfig {
   double tolerance = 1e-6;
 };
 
+// How eigenvalue-corrected and eigendecomposed Shampoo decompose their factors on amortized
+// steps (Distributed Shampoo's EighEigendecompositionConfig and QREigendecompositionConfig). Both
+// start from the estimate B = Q^T A Q, Q the eigenvectors kept in the state (the identity before
+// the first computation): when ||B - diag(B)||_F <= tolerance ||B||_F, eigh keeps Q and takes
+// diag(B) as the eigenvalues instead of decomposing A, and the QR iteration stops. The QR
+// iteration (roots/qr_iteration.hpp) repeats, up to max_iterations times, B = Q_k R_k,
+// Q <- Q Q_k, B <- Q_k^T B Q_k, then orders the eigenvalues diag(B) ascending with their vectors.
+enum class EigendecompositionMethod { eigh, qr };
+
+struct EigendecompositionConfig {
+  EigendecompositionMethod method = EigendecompositionMethod::eigh;
+  double tolerance = 0.0;      // in [0, 1]; 0: eigh always decomposes, QR runs every iteration
+  index_t max_iterations = 1;  // QR only
+};
+
 struct RootConfig {
   RootMethod method = RootMethod::eigen;
   EigenConfig eigen{};
   CoupledNewtonConfig coupled_newton{};
+  EigendecompositionConfig eigendecomposition{};  // eigenvalue-corrected and eigendecomposed
 };
 
 // What turns a block's (filtered) gradient into its search direction: Shampoo's inverse roots of
@@ -216,6 +232,16 @@ inline std::string_view preconditioner_name(PreconditionerType t) {
   return "unknown";
 }
 
+inline std::string_view eigendecomposition_name(EigendecompositionMethod m) {
+  switch (m) {
+    case EigendecompositionMethod::eigh:
+      return "eigh";
+    case EigendecompositionMethod::qr:
+      return "the QR iteration";
+  }
+  return "unknown";
+}
+
 inline std::string_view averaging_name(AveragingType t) {
   switch (t) {
     case AveragingType::none:
@@ -265,6 +291,13 @@ constexpr bool keeps_factors(PreconditionerType t) {
 // update and the root settings apply).
 constexpr bool takes_roots(PreconditionerType t) {
   return t == PreconditionerType::shampoo || t == PreconditionerType::eigendecomposed;
+}
+
+// Whether the preconditioner keeps eigendecompositions of its factors (so that the
+// eigendecomposition settings apply).
+constexpr bool decomposes_factors(PreconditionerType t) {
+  return t == PreconditionerType::eigenvalue_corrected ||
+         t == PreconditionerType::eigendecomposed;
 }
 
 // start_preconditioning_step with -1 resolved.
@@ -339,6 +372,19 @@ inline std::vector<std::string> ignored_options(Options const& o) {
   if (o.kl_shampoo && !takes_roots(o.preconditioner))
     note("kl_shampoo has no effect with ", preconditioner_name(o.preconditioner),
          " (shampoo and eigendecomposed Shampoo use it).");
+  EigendecompositionConfig const& ed = o.root.eigendecomposition;
+  EigendecompositionConfig const ed_default{};
+  if (!decomposes_factors(o.preconditioner) &&
+      (ed.method != ed_default.method || ed.tolerance != ed_default.tolerance ||
+       ed.max_iterations != ed_default.max_iterations))
+    note("the eigendecomposition settings (", eigendecomposition_name(ed.method), ", tolerance ",
+         ed.tolerance, ", max_iterations ", ed.max_iterations, ") have no effect with ",
+         preconditioner_name(o.preconditioner),
+         " (eigenvalue-corrected and eigendecomposed Shampoo use them).");
+  else if (ed.method == EigendecompositionMethod::eigh &&
+           ed.max_iterations != ed_default.max_iterations)
+    note("eigendecomposition max_iterations ", ed.max_iterations,
+         " has no effect with eigh (the QR iteration uses it).");
   if (o.preconditioner == PreconditionerType::eigenvalue_corrected) {
     // Eigenvectors come from eigh alone; the corrected eigenvalues take the square root.
     std::vector<std::string> set;
@@ -581,6 +627,21 @@ inline void validate(Options const& o) {
   } else if (o.root.method != RootMethod::eigen) {
     bad("root method ", static_cast<int>(o.root.method), " is not a RootMethod.");
   }
+  EigendecompositionConfig const& ed = o.root.eigendecomposition;
+  bool known_eigendecomposition = false;
+  switch (ed.method) {
+    case EigendecompositionMethod::eigh:
+    case EigendecompositionMethod::qr:
+      known_eigendecomposition = true;
+      break;
+  }
+  if (!known_eigendecomposition)
+    bad("eigendecomposition method ", static_cast<int>(ed.method),
+        " is not an EigendecompositionMethod.");
+  if (!(ed.tolerance >= 0.0 && ed.tolerance <= 1.0))
+    bad("eigendecomposition tolerance must be in [0, 1], got ", ed.tolerance, ".");
+  if (ed.max_iterations < 0)
+    bad("eigendecomposition max_iterations must be >= 0, got ", ed.max_iterations, ".");
   if (!(o.root.eigen.rank_atol >= 0.0))
     bad("rank_atol must be >= 0, got ", o.root.eigen.rank_atol, ".");
   if (!(o.root.eigen.rank_rtol >= 0.0))
