@@ -262,6 +262,43 @@ TEST(ShampooCli, EigendecomposedKlShampooMatchesTheLibrary) {
   EXPECT_TRUE(state.contains({"0", "block_0", "shampoo", "factor_matrices_eigenvalues", "1"}));
 }
 
+TEST(ShampooCli, QrEigendecompositionMatchesTheLibrary) {
+  // --preconditioner eigenvalue-corrected --eigendecomposition qr (DefaultSOAPConfig) with two QR
+  // iterations and a tolerance: three steps bit for bit the library's, and the same state.
+  REQUIRE_CLI();
+  TempDir dir;
+  std::mt19937 rng(13);
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::vector<double> w(12), g(3 * 12);
+  for (auto* v : {&w, &g})
+    for (auto& x : *v) x = n(rng);
+  std::array<std::int64_t, 2> ws{4, 3};
+  std::array<std::int64_t, 3> gs{3, 4, 3};
+  write_npy(dir / "W.npy", std::span<std::int64_t const>(ws), w);
+  write_npy(dir / "G.npy", std::span<std::int64_t const>(gs), g);
+  auto path = [&](char const* name) { return (dir / name).string(); };
+  auto r = run_cli(dir, "shampoo run --param " + path("W.npy") + " --grads " + path("G.npy") +
+                            " --out " + path("F.npy") + " --save-state " + path("s.safetensors") +
+                            " --preconditioner eigenvalue-corrected --eigendecomposition qr"
+                            " --qr-max-iterations 2 --eigendecomposition-tolerance 0.01"
+                            " --beta2 0.9 --epsilon 1e-6 --factor-dtype f64 --target-dims 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  Options o;
+  o.preconditioner = PreconditionerType::eigenvalue_corrected;
+  o.root.eigendecomposition = {EigendecompositionMethod::qr, 0.01, 2};
+  o.beta2 = 0.9;
+  o.epsilon = 1e-6;
+  o.factor_matrix_dtype = DType::f64;
+  Shampoo<double> opt(make_plan(PlanOptions<index_t, index_t>{1024, 2, 1},
+                                std::vector<std::vector<index_t>>{{4, 3}}),
+                      o);
+  for (int t = 0; t < 3; ++t)
+    opt.step({std::span<double>(w)}, {std::span<double const>(g.data() + 12 * t, 12)});
+  EXPECT_EQ(read_npy(dir / "F.npy").as<double>(), w);
+  EXPECT_TRUE(load_state(dir / "s.safetensors") == opt.state_dict());
+}
+
 TEST(ShampooCli, ParameterGroupsMatchTheLibrary) {
   // --group: parameter 0 with spectral descent on 2-D blocks and its own lr, parameter 2 with
   // sign descent, parameter 1 (named by no group) with the run's options; bit for bit the

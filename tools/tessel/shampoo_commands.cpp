@@ -238,6 +238,8 @@ struct RunOptions {
   std::string rank_atol = "0", rank_rtol = "0";
   std::string perturb = "true", retry_double = "true";
   std::string newton_iterations = "100", newton_tolerance = "1e-06";
+  std::string eigendecomposition = "eigh", eigendecomposition_tolerance = "0";
+  std::string qr_iterations = "1";
   std::string tolerated_failures = "3";
   std::string preconditioner = "shampoo";
   bool drop_weighting = false, grafting_drop = false, trace_scaling = false, kl = false;
@@ -331,6 +333,17 @@ shampoo::Options to_options(RunOptions const& r) {
   o.root.coupled_newton.max_iterations =
       parse_integer(r.newton_iterations, "--coupled-newton-max-iterations");
   o.root.coupled_newton.tolerance = parse_number(r.newton_tolerance, "--coupled-newton-tolerance");
+  if (r.eigendecomposition == "eigh")
+    o.root.eigendecomposition.method = shampoo::EigendecompositionMethod::eigh;
+  else if (r.eigendecomposition == "qr")
+    o.root.eigendecomposition.method = shampoo::EigendecompositionMethod::qr;
+  else
+    detail::throw_error(detail::sentence("--eigendecomposition must be eigh or qr, got \"",
+                                         r.eigendecomposition, "\"."));
+  o.root.eigendecomposition.tolerance =
+      parse_number(r.eigendecomposition_tolerance, "--eigendecomposition-tolerance");
+  o.root.eigendecomposition.max_iterations =
+      parse_integer(r.qr_iterations, "--qr-max-iterations");
   o.num_tolerated_failed_amortized_computations =
       parse_integer(r.tolerated_failures, "--num-tolerated-failed-amortized-computations");
   if (r.preconditioner == "shampoo")
@@ -431,6 +444,17 @@ void add_step_options(CLI::App& cmd, RunOptions& run) {
       ->capture_default_str();
   cmd.add_option("--coupled-newton-max-iterations", run.newton_iterations)->capture_default_str();
   cmd.add_option("--coupled-newton-tolerance", run.newton_tolerance)->capture_default_str();
+  cmd.add_option("--eigendecomposition", run.eigendecomposition,
+                 "How eigenvalue-corrected and eigendecomposed Shampoo decompose their factors: "
+                 "eigh or qr (the QR iteration, warm-started; DefaultSOAPConfig's)")
+      ->capture_default_str();
+  cmd.add_option("--eigendecomposition-tolerance", run.eigendecomposition_tolerance,
+                 "In [0, 1]: eigh is skipped, and the QR iteration stops, when the kept "
+                 "eigenvectors diagonalize the factor to this relative off-diagonal norm")
+      ->capture_default_str();
+  cmd.add_option("--qr-max-iterations", run.qr_iterations,
+                 "QR iterations per amortized computation")
+      ->capture_default_str();
   cmd.add_option("--num-tolerated-failed-amortized-computations", run.tolerated_failures,
                  "Failed inverse roots in a row before a step fails")
       ->capture_default_str();
