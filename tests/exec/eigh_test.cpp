@@ -42,8 +42,8 @@ double eigen_residual(A const& a, Q const& q, L const& w, index_t batch, index_t
         double aq = 0.0;
         for (index_t k = 0; k < n; ++k)
           aq += static_cast<double>(a(b, i, k)) * static_cast<double>(q(b, k, j));
-        worst = std::max(worst, std::abs(aq - static_cast<double>(w(b, j)) *
-                                                   static_cast<double>(q(b, i, j))));
+        worst = std::max(
+            worst, std::abs(aq - static_cast<double>(w(b, j)) * static_cast<double>(q(b, i, j))));
       }
       for (index_t l = 0; l < n; ++l) {
         double dot = 0.0;
@@ -211,8 +211,8 @@ TEST(QrOrthogonalFactor, GivesAnOrthogonalQWithUpperTriangularQtAInBothStorageOr
   // LAPACK's sign convention: the first reflector maps (3, 4) onto -5 e_1, so Q's first column is
   // (3, 4) / -5.
   std::vector<double> m = {3.0, 1.0, 4.0, 2.0};  // row-major [[3, 1], [4, 2]]
-  exec::qr_orthogonal_factor(exec::Serial{},
-                             make_tensor(m.data(), make_layout(make_shape(index_t{2}, index_t{2}))));
+  exec::qr_orthogonal_factor(
+      exec::Serial{}, make_tensor(m.data(), make_layout(make_shape(index_t{2}, index_t{2}))));
   EXPECT_NEAR(m[0], -0.6, 1e-15);
   EXPECT_NEAR(m[2], -0.8, 1e-15);
   auto rect = make_host_tensor<double>(make_shape(index_t{2}, index_t{3}, index_t{4}));

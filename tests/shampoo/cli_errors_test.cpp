@@ -110,12 +110,14 @@ TEST(ShampooCliErrors, RunRejectsBadParametersAndOptions) {
   EXPECT_EQ(failure_of(dir, args(dir / "W9.npy"), out),
             "tessel: " + (dir / "W9.npy").string() +
                 " has rank 9; Shampoo takes parameters of rank <= 8.\n");
-  EXPECT_EQ(failure_of(dir, args(w, " --preconditioner eigenvalue-corrected --eigendecomposition lu"),
-                       out),
-            "tessel: --eigendecomposition must be eigh or qr, got \"lu\".\n");
+  EXPECT_EQ(
+      failure_of(dir, args(w, " --preconditioner eigenvalue-corrected --eigendecomposition lu"),
+                 out),
+      "tessel: --eigendecomposition must be eigh or qr, got \"lu\".\n");
   EXPECT_EQ(failure_of(dir,
-                       args(w, " --preconditioner eigenvalue-corrected"
-                               " --eigendecomposition-tolerance 2"),
+                       args(w,
+                            " --preconditioner eigenvalue-corrected"
+                            " --eigendecomposition-tolerance 2"),
                        out),
             "tessel: eigendecomposition tolerance must be in [0, 1], got 2.\n");
   EXPECT_EQ(failure_of(dir, args(w, " --eigendecomposition qr --qr-max-iterations -2"), out),

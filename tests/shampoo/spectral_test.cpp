@@ -401,8 +401,8 @@ TEST(Eigendecomposed, TheStateIsTheFactorsEigendecompositionAndRoundTrips) {
 
 // The QR iteration written in plain loops (modified Gram-Schmidt for the QR factorization, whose
 // Q differs from Householder's by column signs only, which change no eigenvalue estimate and flip
-// the eigenvectors' signs): max_iterations times B = Q_k R_k, Q <- Q Q_k, B <- Q_k^T B Q_k, stopping
-// when ||B - diag B||_F <= tolerance ||B||_F; then the columns ordered by diag(B).
+// the eigenvectors' signs): max_iterations times B = Q_k R_k, Q <- Q Q_k, B <- Q_k^T B Q_k,
+// stopping when ||B - diag B||_F <= tolerance ||B||_F; then the columns ordered by diag(B).
 struct QrReference {
   Matrix q;
   std::vector<double> lambda;
@@ -495,8 +495,8 @@ void expect_columns_up_to_sign(Matrix const& a, Matrix const& b, index_t d, doub
       dot += a[static_cast<std::size_t>(i * d + j)] * b[static_cast<std::size_t>(i * d + j)];
     double const s = dot < 0.0 ? -1.0 : 1.0;
     for (index_t i = 0; i < d; ++i)
-      EXPECT_NEAR(a[static_cast<std::size_t>(i * d + j)], s * b[static_cast<std::size_t>(i * d + j)],
-                  tolerance)
+      EXPECT_NEAR(a[static_cast<std::size_t>(i * d + j)],
+                  s * b[static_cast<std::size_t>(i * d + j)], tolerance)
           << what << " column " << j << " row " << i;
   }
 }
@@ -506,10 +506,10 @@ TEST(QrIteration, MatchesAPlainLoopReferenceFromIdentityAndFromAWarmStart) {
   std::vector<Matrix> const a = {with_spectrum({0.5, 1.0, 2.0, 4.0, 8.0}, 3),
                                  with_spectrum({1e-3, 0.2, 0.3, 3.0, 9.0}, 4)};
   Matrix const warm = with_spectrum({1, 2, 3, 4, 5}, 9);  // symmetric; made orthogonal below
-  Eigen::MatrixXd const wq = Eigen::HouseholderQR<Eigen::MatrixXd>(
-                                 Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const>(
-                                     warm.data(), d, d))
-                                 .householderQ();
+  Eigen::MatrixXd const wq =
+      Eigen::HouseholderQR<Eigen::MatrixXd>(
+          Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const>(warm.data(), d, d))
+          .householderQ();
   Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const wr = wq;
   Matrix const start_warm(wr.data(), wr.data() + d * d);
   for (Matrix const& start : {identity(d), start_warm})
@@ -517,8 +517,8 @@ TEST(QrIteration, MatchesAPlainLoopReferenceFromIdentityAndFromAWarmStart) {
       QrReference const got = library_qr(a, start, d, iterations, 0.0);
       for (std::size_t b = 0; b < a.size(); ++b) {
         QrReference const want = qr_reference(a[b], start, d, iterations, 0.0);
-        std::string const what = "matrix " + std::to_string(b) + ", " +
-                                 std::to_string(iterations) + " iterations";
+        std::string const what =
+            "matrix " + std::to_string(b) + ", " + std::to_string(iterations) + " iterations";
         for (index_t i = 0; i < d; ++i)
           EXPECT_NEAR(got.lambda[b * d + static_cast<std::size_t>(i)],
                       want.lambda[static_cast<std::size_t>(i)], 1e-12)
@@ -560,8 +560,7 @@ TEST(QrIteration, ConvergesToEighForSeparatedSpectraAndStopsAtItsTolerance) {
   // A tolerance of 1 is met by any estimate: no iteration, Q reordered by diag(A) only.
   QrReference const kept = library_qr(a, identity(d), d, 5, 1.0);
   QrReference const none = qr_reference(a[0], identity(d), d, 0, 0.0);
-  for (std::size_t i = 0; i < static_cast<std::size_t>(d * d); ++i)
-    EXPECT_EQ(kept.q[i], none.q[i]);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(d * d); ++i) EXPECT_EQ(kept.q[i], none.q[i]);
 }
 
 // Eigenvalue-corrected Shampoo with the QR iteration (DefaultSOAPConfig): the eigenvectors after

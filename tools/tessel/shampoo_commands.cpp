@@ -342,8 +342,7 @@ shampoo::Options to_options(RunOptions const& r) {
                                          r.eigendecomposition, "\"."));
   o.root.eigendecomposition.tolerance =
       parse_number(r.eigendecomposition_tolerance, "--eigendecomposition-tolerance");
-  o.root.eigendecomposition.max_iterations =
-      parse_integer(r.qr_iterations, "--qr-max-iterations");
+  o.root.eigendecomposition.max_iterations = parse_integer(r.qr_iterations, "--qr-max-iterations");
   o.num_tolerated_failed_amortized_computations =
       parse_integer(r.tolerated_failures, "--num-tolerated-failed-amortized-computations");
   if (r.preconditioner == "shampoo")

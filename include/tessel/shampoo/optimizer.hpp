@@ -748,7 +748,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                         StepScalars<T> const& s) {
     double* scale = g.per_slot.data();
     index_t const d = g.modes[j].d;
-    if (options_.preconditioner == PreconditionerType::eigendecomposed && options_.use_trace_scaling)
+    if (options_.preconditioner == PreconditionerType::eigendecomposed &&
+        options_.use_trace_scaling)
       stages::trace_scales(executor_, factor, g.count, d, s.bias_correction2, options_.epsilon,
                            options_.trace_scaling_exponent, scale);
     else
@@ -770,8 +771,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // eigh's tolerance: the slots in `skip` keep their eigenvectors (m.inverse_roots) and, for
   // eigendecomposed Shampoo, take the estimate as their eigenvalues, whatever eigh said of them.
   void keep_skipped(Group& g, typename Group::Mode& m, std::vector<char> const& skip,
-                    T const* estimate, T* out, T* out_eigenvalues,
-                    std::span<RootResult> results) {
+                    T const* estimate, T* out, T* out_eigenvalues, std::span<RootResult> results) {
     std::vector<T> keep(skip.size(), T(0));
     for (std::size_t i = 0; i < skip.size(); ++i)
       if (skip[i]) {
@@ -783,15 +783,15 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     auto const layout = detail::matrices_layout(g.count, m.d);
     auto const o = B::view(out, layout);
     assign(o,
-           where(B::view(static_cast<T const*>(mask.data()), detail::per_matrix_layout(g.count, m.d)) !=
-                     T(0),
+           where(B::view(static_cast<T const*>(mask.data()),
+                         detail::per_matrix_layout(g.count, m.d)) != T(0),
                  B::view(static_cast<T const*>(m.inverse_roots.data()), layout), o),
            executor_);
     if (options_.preconditioner == PreconditionerType::eigendecomposed) {
       auto const e = B::view(out_eigenvalues, make_layout(make_shape(g.count, m.d)));
       assign(e,
-             where(B::view(static_cast<T const*>(mask.data()), detail::per_row_layout(g.count, m.d)) !=
-                       T(0),
+             where(B::view(static_cast<T const*>(mask.data()),
+                           detail::per_row_layout(g.count, m.d)) != T(0),
                    B::view(estimate, make_layout(make_shape(g.count, m.d))), e),
              executor_);
     }
@@ -830,15 +830,17 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
         // eigh's tolerance: slots whose kept eigenvectors still diagonalize the factor skip it.
         skip_estimate = B::template scratch<T>(executor_, g.count * m.d);
         skip = eigh_estimates_within_tolerance<T>(
-            executor_, decomposed_input(g, j, factors[j], in, s), B::view(m.inverse_roots.data(), layout),
-            skip_estimate.data(), g.count, m.d, decomposition_ridge(), eigendecomposition.tolerance);
+            executor_, decomposed_input(g, j, factors[j], in, s),
+            B::view(m.inverse_roots.data(), layout), skip_estimate.data(), g.count, m.d,
+            decomposition_ridge(), eigendecomposition.tolerance);
       }
       if (decomposes_factors(options_.preconditioner) &&
           eigendecomposition.method == EigendecompositionMethod::qr) {
         // Warm start: the iteration refines the eigenvectors the state keeps.
         assign(B::view(out.data(), layout), B::view(m.inverse_roots.data(), layout), executor_);
         auto lambda = B::template scratch<T>(executor_, eigendecomposed ? 0 : g.count * m.d);
-        qr_iteration<T>(executor_, decomposed_input(g, j, factors[j], in, s), B::view(out.data(), layout),
+        qr_iteration<T>(executor_, decomposed_input(g, j, factors[j], in, s),
+                        B::view(out.data(), layout),
                         eigendecomposed ? out_eigenvalues.data() : lambda.data(), g.count, m.d,
                         decomposition_ridge(), eigendecomposition.max_iterations,
                         eigendecomposition.tolerance, std::span<RootResult>(results));

@@ -296,8 +296,7 @@ constexpr bool takes_roots(PreconditionerType t) {
 // Whether the preconditioner keeps eigendecompositions of its factors (so that the
 // eigendecomposition settings apply).
 constexpr bool decomposes_factors(PreconditionerType t) {
-  return t == PreconditionerType::eigenvalue_corrected ||
-         t == PreconditionerType::eigendecomposed;
+  return t == PreconditionerType::eigenvalue_corrected || t == PreconditionerType::eigendecomposed;
 }
 
 // start_preconditioning_step with -1 resolved.

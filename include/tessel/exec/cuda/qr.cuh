@@ -52,13 +52,13 @@ int device_orgqr_size(cusolverDnHandle_t h, int n, T const* a, T const* tau) {
 template <class T>
 void device_qr_one(cusolverDnHandle_t h, int n, T* a, T* tau, T* work, int lwork, int* info) {
   if constexpr (std::is_same_v<T, float>) {
-    gpu::check_cusolver(cusolverDnSgeqrf(h, n, n, a, n, tau, work, lwork, info),
-                        "cusolverDnSgeqrf", "a QR factorization");
+    gpu::check_cusolver(cusolverDnSgeqrf(h, n, n, a, n, tau, work, lwork, info), "cusolverDnSgeqrf",
+                        "a QR factorization");
     gpu::check_cusolver(cusolverDnSorgqr(h, n, n, n, a, n, tau, work, lwork, info),
                         "cusolverDnSorgqr", "forming a QR factorization's Q");
   } else {
-    gpu::check_cusolver(cusolverDnDgeqrf(h, n, n, a, n, tau, work, lwork, info),
-                        "cusolverDnDgeqrf", "a QR factorization");
+    gpu::check_cusolver(cusolverDnDgeqrf(h, n, n, a, n, tau, work, lwork, info), "cusolverDnDgeqrf",
+                        "a QR factorization");
     gpu::check_cusolver(cusolverDnDorgqr(h, n, n, n, a, n, tau, work, lwork, info),
                         "cusolverDnDorgqr", "forming a QR factorization's Q");
   }

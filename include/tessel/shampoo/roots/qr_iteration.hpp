@@ -52,8 +52,7 @@ void estimate_within_tolerance(X const& x, T const* b, index_t count, index_t d,
 // a (count, d, d) row-major = `in` + ridge I, and flag(b) NaN where `in`'s matrix b holds NaN or
 // Inf (0 otherwise).
 template <class T, class X, class In>
-void ridged_input(X const& x, In const& in, T* a, index_t count, index_t d, double ridge,
-                  T* flag) {
+void ridged_input(X const& x, In const& in, T* a, index_t count, index_t d, double ridge, T* flag) {
   using B = exec::Memory<X>;
   assign(B::view(a, matrices_layout(count, d)), in, x);
   non_finite_flags(x, B::view(a, matrix_rows_layout(count, d)),
@@ -66,8 +65,7 @@ void ridged_input(X const& x, In const& in, T* a, index_t count, index_t d, doub
 
 // b = q^T a q, the eigenvalue estimate; t: scratch of count * d * d.
 template <class T, class X, class Q>
-void eigenvalue_estimate(X const& x, T const* a, Q const& q, T* t, T* b, index_t count,
-                         index_t d) {
+void eigenvalue_estimate(X const& x, T const* a, Q const& q, T* t, T* b, index_t count, index_t d) {
   using B = exec::Memory<X>;
   auto const layout = matrices_layout(count, d);
   gemm(x, B::view(t, layout), B::view(a, layout), q);
@@ -123,8 +121,8 @@ void qr_iteration(X const& x, In const& in, Q const& q, T* lambda, index_t count
   auto const nv = B::view(next.data(), layout);
   // Q_k column-major (cuSOLVER's order): its storage holds B transposed, a row-major view of it.
   auto const qk = permute<0, 2, 1>(B::view(qk_data.data(), layout));
-  auto const still = B::view(static_cast<T const*>(active.data()),
-                             detail::per_matrix_layout(count, d)) == T(0);
+  auto const still =
+      B::view(static_cast<T const*>(active.data()), detail::per_matrix_layout(count, d)) == T(0);
   for (index_t k = 0; k < max_iterations; ++k) {
     detail::estimate_within_tolerance(x, static_cast<T const*>(b.data()), count, d, tolerance,
                                       norms.data(), active.data());
@@ -185,9 +183,9 @@ void qr_iteration(X const& x, In const& in, Q const& q, T* lambda, index_t count
 // diag(Q^T (A + ridge I) Q), in Q's column order, not sorted) as the eigenvalues instead of
 // decomposing. A matrix holding NaN or Inf is never within. Waits once.
 template <class T, class X, class In, class Q>
-std::vector<char> eigh_estimates_within_tolerance(X const& x, In const& in, Q const& q,
-                                                  T* estimate, index_t count, index_t d,
-                                                  double ridge, double tolerance) {
+std::vector<char> eigh_estimates_within_tolerance(X const& x, In const& in, Q const& q, T* estimate,
+                                                  index_t count, index_t d, double ridge,
+                                                  double tolerance) {
   using B = exec::Memory<X>;
   std::vector<char> within(static_cast<std::size_t>(count), 0);
   if (count == 0 || d == 0) return within;
