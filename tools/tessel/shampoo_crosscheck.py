@@ -8,7 +8,8 @@ is copied here). Needs PyTorch and NumPy. For every case the script writes the p
 per-step gradients as .npy files, runs the tessel CLI with the case's flags and
 DistributedShampoo with the same options in float64 on the CPU, and prints the largest
 difference of the final parameters relative to their largest magnitude. Exits with status 1 when
-a case differs by more than 1e-9 (1e-8 for eigenvalue-corrected Shampoo, whose eigenbases each
+a case differs by more than 1e-9 (1e-8 for eigenvalue-corrected Shampoo and warm-started
+eigendecompositions, whose eigenbases each
 side's eigensolver resolves only to rounding over the eigenvalue gaps) or fails on one side only. Distributed Shampoo computes its bias
 corrections in float32 (beta ** step with an int64 step tensor), so the cases turn bias correction
 off except "defaults" and the Adam-grafting ones, which are held to 1e-6 instead; so are the
@@ -115,6 +116,63 @@ def cases():
                  factor_matrix_dtype=torch.float64,
                  factor_matrix_eigenvectors_dtype=torch.float64,
                  corrected_eigenvalues_dtype=torch.float64)), 1.0),
+        # DefaultSOAPConfig: the QR iteration (warm-started from the eigenvectors in the state),
+        # then three iterations stopping at a tolerance, and eigh's tolerance, with both
+        # eigenvalue-corrected and eigendecomposed Shampoo. Amortized every 16 steps, so the
+        # factors are full rank when first decomposed: eigh's basis of a degenerate eigenspace
+        # (the null space of a young factor) is arbitrary, and a warm start from it would compare
+        # two arbitrary choices.
+        ("soap_qr", [(5,), (4, 3)], 40,
+         ["--preconditioner", "eigenvalue-corrected", "--eigendecomposition", "qr",
+          "--factor-dtype", "f64", "--epsilon", "1e-8", "--beta2", "0.95",
+          "--precondition-frequency", "16"],
+         lambda m: meta_defaults(
+             m, epsilon=1e-8, betas=(0.9, 0.95), precondition_frequency=16,
+             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
+                 amortized_computation_config=m.QREigendecompositionConfig(),
+                 factor_matrix_dtype=torch.float64,
+                 factor_matrix_eigenvectors_dtype=torch.float64,
+                 corrected_eigenvalues_dtype=torch.float64)), 1.0),
+        ("soap_qr_3_iterations_tolerance", [(5,), (4, 3)], 40,
+         ["--preconditioner", "eigenvalue-corrected", "--eigendecomposition", "qr",
+          "--qr-max-iterations", "3", "--eigendecomposition-tolerance", "0.05",
+          "--factor-dtype", "f64", "--epsilon", "1e-8", "--beta2", "0.95",
+          "--precondition-frequency", "16"],
+         lambda m: meta_defaults(
+             m, epsilon=1e-8, betas=(0.9, 0.95), precondition_frequency=16,
+             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
+                 amortized_computation_config=m.QREigendecompositionConfig(
+                     max_iterations=3, tolerance=0.05),
+                 factor_matrix_dtype=torch.float64,
+                 factor_matrix_eigenvectors_dtype=torch.float64,
+                 corrected_eigenvalues_dtype=torch.float64)), 1.0),
+        ("soap_eigh_tolerance", [(5,), (4, 3)], 40,
+         ["--preconditioner", "eigenvalue-corrected", "--eigendecomposition-tolerance", "0.3",
+          "--factor-dtype", "f64", "--epsilon", "1e-8", "--beta2", "0.95",
+          "--precondition-frequency", "16"],
+         lambda m: meta_defaults(
+             m, epsilon=1e-8, betas=(0.9, 0.95), precondition_frequency=16,
+             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
+                 amortized_computation_config=m.EighEigendecompositionConfig(tolerance=0.3),
+                 factor_matrix_dtype=torch.float64,
+                 factor_matrix_eigenvectors_dtype=torch.float64,
+                 corrected_eigenvalues_dtype=torch.float64)), 1.0),
+        ("eigendecomposed_qr", [(5,), (4, 3)], 40,
+         ["--preconditioner", "eigendecomposed", "--eigendecomposition", "qr",
+          "--qr-max-iterations", "2", "--factor-dtype", "f64", "--beta2", "0.95",
+          "--epsilon", "1e-8", "--precondition-frequency", "16"],
+         lambda m: meta_defaults(m, epsilon=1e-8, betas=(0.9, 0.95), precondition_frequency=16,
+                                 preconditioner_config=eigendecomposed(
+                                     m, amortized_computation_config=m.QREigendecompositionConfig(
+                                         max_iterations=2))), 1.0),
+        ("eigendecomposed_eigh_tolerance", [(5,), (4, 3)], 40,
+         ["--preconditioner", "eigendecomposed", "--eigendecomposition-tolerance", "0.3",
+          "--factor-dtype", "f64", "--beta2", "0.95", "--epsilon", "1e-8",
+          "--precondition-frequency", "16"],
+         lambda m: meta_defaults(m, epsilon=1e-8, betas=(0.9, 0.95), precondition_frequency=16,
+                                 preconditioner_config=eigendecomposed(
+                                     m, amortized_computation_config=m.EighEigendecompositionConfig(
+                                         tolerance=0.3))), 1.0),
         ("eigendecomposed", [(6, 5), (4,)], 4,
          ["--preconditioner", "eigendecomposed", "--factor-dtype", "f64", "--beta2", "0.95",
           "--epsilon", "1e-8"],
@@ -232,14 +290,17 @@ def run_case(tessel, m, case, rng, workdir):
     print(f"{name:34s} rel. difference {diff:.2e} (parameters moved by up to {moved:.2e})"
           + (f"  [{warn}]" if warn else ""))
     # Eigenvalue-corrected Shampoo divides by per-element second moments in an eigenbasis that
-    # each side's eigensolver resolves only to rounding over the eigenvalue gaps: 1e-8.
+    # each side's eigensolver resolves only to rounding over the eigenvalue gaps: 1e-8; so do
+    # the warm-started eigendecompositions (QR iteration, eigh's tolerance), whose bases carry
+    # that rounding from one amortized step to the next.
     # Iterate averaging: Distributed Shampoo keeps lr in a float32 tensor, so its decay factor
     # 1 - lr a on z (rounded near 1 to float32's 6e-8) and schedule-free's sum of lr^p carry
     # float32 rounding: 1e-6 as for its float32 bias corrections.
     float32_lr = "--iterate-averaging" in flags and ("--weight-decay" in flags
                                                      or "schedule-free" in flags)
     tolerance = (1e-6 if "true" in flags or float32_lr
-                 else 1e-8 if "eigenvalue-corrected" in flags else 1e-9)
+                 else 1e-8 if "eigenvalue-corrected" in flags or "--eigendecomposition" in flags
+                 or "--eigendecomposition-tolerance" in flags else 1e-9)
     return diff <= tolerance
 
 

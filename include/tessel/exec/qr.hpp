@@ -4,9 +4,9 @@
 // overwritten with Q of A = Q R by Householder reflections with LAPACK's sign convention (?geqrf /
 // ?orgqr: a reflector maps its column onto -sign(a_kk) ||x|| e_k), which is what Eigen's
 // HouseholderQR computes, so Q matches torch.linalg.qr's to rounding. The host runs Eigen on each
-// matrix, the matrices spread over the executor's threads (LAPACK's ?geqrf/?orgqr are not wired:
-// the QR iteration's matrices are the same d x d blocks eigh sees, and one QR is a third of an
-// eigh's work); the CUDA twin is exec/cuda/qr.cuh (cusolverDn ?geqrf + ?orgqr).
+// matrix, the matrices spread over the executor's threads (LAPACK's ?geqrf/?orgqr, which eigh's
+// ?syevd path would suggest, are not wired yet: not measured to matter at Shampoo's block sizes);
+// the CUDA twin is exec/cuda/qr.cuh (cusolverDn ?geqrf + ?orgqr).
 #pragma once
 
 #include <type_traits>
