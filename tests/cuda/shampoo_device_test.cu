@@ -120,6 +120,23 @@ TEST(DeviceShampoo, MatchesTheHostWithCoupledNewton) {
   EXPECT_LT(compare(o, 6), 1e-4);
 }
 
+// The QR iteration (exec/cuda/qr.cuh: cuSOLVER ?geqrf + ?orgqr) with eigenvalue-corrected and
+// eigendecomposed Shampoo, and eigh's tolerance. Not yet run on a GPU.
+TEST(DeviceShampoo, MatchesTheHostWithTheQrIterationAndEighTolerance) {
+  TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
+  for (auto type :
+       {PreconditionerType::eigenvalue_corrected, PreconditionerType::eigendecomposed}) {
+    Options o;
+    o.epsilon = 1e-6;
+    o.beta2 = 0.99;
+    o.preconditioner = type;
+    o.root.eigendecomposition = {EigendecompositionMethod::qr, 0.01, 2};
+    EXPECT_LT(compare(o, 5), 1e-4);
+    o.root.eigendecomposition = {EigendecompositionMethod::eigh, 0.3, 1};
+    EXPECT_LT(compare(o, 5), 1e-4);
+  }
+}
+
 TEST(DeviceShampoo, QuantizedFactorsMatchTheHost) {
   TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
   Options o;

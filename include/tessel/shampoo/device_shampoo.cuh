@@ -15,6 +15,7 @@
 #include <tessel/exec/cuda/dense.hpp>
 #include <tessel/exec/cuda/device_memory.hpp>
 #include <tessel/exec/cuda/eigh.cuh>
+#include <tessel/exec/cuda/qr.cuh>
 
 #include <tessel/exec/cuda/memory.hpp>
 #include "optimizer.hpp"
