@@ -78,6 +78,40 @@ TEST(ShampooCheckpoint, RoundTripIsBitExact) {
   EXPECT_EQ(file_bytes(dir / "a.safetensors"), file_bytes(dir / "b.safetensors"));
 }
 
+// SOAP with the QR iteration (DefaultSOAPConfig) in float with bf16 factors: its state is the
+// eigenvectors the next iteration starts from, so a run resumed from a checkpoint must continue
+// bit for bit, parameters and state.
+TEST(ShampooCheckpoint, QrIterationResumesBitExact) {
+  TempDir dir;
+  Options o = checkpoint_options();
+  o.preconditioner = PreconditionerType::eigenvalue_corrected;
+  o.root.eigendecomposition = {EigendecompositionMethod::qr, 0.01, 2};
+  o.grafting = {};
+  o.beta2 = 0.99;
+  o.epsilon = 1e-6;
+  auto run = [&](Shampoo<float>& opt, std::vector<float>& w, std::vector<float>& b, int from,
+                 int to) {
+    for (int t = from; t < to; ++t) {
+      std::vector<float> gw(20), gb{0.5f, -0.25f * static_cast<float>(t)};
+      for (std::size_t i = 0; i < 20; ++i) gw[i] = std::sin(static_cast<float>(i + 7 * t));
+      opt.step({std::span<float>(w), std::span<float>(b)},
+               {std::span<float const>(gw), std::span<float const>(gb)});
+    }
+  };
+  Shampoo<float> opt(checkpoint_plan(), o);
+  std::vector<float> w(20, 1.0f), b(2, 0.0f);
+  run(opt, w, b, 0, 3);
+  save_checkpoint(opt, dir / "qr.safetensors");
+  std::vector<float> w2 = w, b2 = b;
+  run(opt, w, b, 3, 6);
+  Shampoo<float> resumed(checkpoint_plan(), o);
+  load_checkpoint(resumed, dir / "qr.safetensors");
+  run(resumed, w2, b2, 3, 6);
+  EXPECT_EQ(w2, w);
+  EXPECT_EQ(b2, b);
+  EXPECT_TRUE(resumed.state_dict() == opt.state_dict());
+}
+
 void expect_refused(std::filesystem::path const& path, std::string const& fragment) {
   auto opt = trained(2);
   auto const before = opt.state_dict();
