@@ -1,8 +1,14 @@
 // Optimizer state: Distributed Shampoo's key paths, a bit-exact state_dict / load_state_dict round
-// trip that continues identically, key flattening, and every load error with the optimizer left
-// exactly as it was.
+// trip that continues identically, key flattening, every load error with the optimizer left
+// exactly as it was, and symmetric packing of the factors (the same steps as full matrices, the
+// packed layout, its bytes, and loads across layouts).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -126,7 +132,14 @@ TEST(ShampooState, LoadErrorsLeaveTheOptimizerAsItWas) {
   misshaped[{"0", "block_0", "shampoo", "factor_matrices", "1"}].shape = {2, 8};
   expect_refused(misshaped,
                  "the state's [\"0\",\"block_0\",\"shampoo\",\"factor_matrices\",\"1\"] has shape "
-                 "(2,8) but this optimizer keeps (4,4).");
+                 "(2,8) but this optimizer's factor there is 4 x 4, which loads from shape (10) "
+                 "(packed) or (4,4) (full).");
+
+  auto misshaped_root = good;
+  misshaped_root[{"0", "block_0", "shampoo", "inv_factor_matrices", "1"}].shape = {10};
+  expect_refused(misshaped_root,
+                 "the state's [\"0\",\"block_0\",\"shampoo\",\"inv_factor_matrices\",\"1\"] has "
+                 "shape (10) but this optimizer keeps (4,4).");
 
   auto retyped = good;
   auto& t = retyped[{"1", "block_0", "adagrad"}];
@@ -157,6 +170,215 @@ TEST(ShampooState, LoadErrorsLeaveTheOptimizerAsItWas) {
   std::int64_t minus = -1;
   negative[{"0", "step"}] = make_state_tensor<std::int64_t>({}, std::span(&minus, 1));
   expect_refused(negative, "the state's step of parameter 0 is -1; steps are >= 0.");
+}
+
+// ---- symmetric packing ----
+
+TEST(SymmetricPacking, IndexIsRowMajorUpperTriangleOrder) {
+  // Independent formula: the elements after (i, j) in row-major upper-triangle order are the rest
+  // of row i and the triangle of the rows below, so index = P - 1 - (d - 1 - j) - T(d - 1 - i).
+  for (index_t d = 0; d <= 9; ++d) {
+    index_t const p = packed_size(d);
+    EXPECT_EQ(p, d * (d + 1) / 2);
+    EXPECT_EQ(packed_dim(p), d);
+    index_t k = 0;
+    for (index_t i = 0; i < d; ++i)
+      for (index_t j = i; j < d; ++j, ++k) {
+        EXPECT_EQ(packed_index(d, i, j), k);
+        EXPECT_EQ(packed_index(d, i, j), p - 1 - (d - 1 - j) - packed_size(d - 1 - i));
+      }
+    EXPECT_EQ(k, p);
+  }
+  EXPECT_EQ(packed_dim(35), -1);
+  static_assert(packed_index(4, 1, 1) == 4 && packed_index(4, 3, 3) == 9);
+}
+
+TEST(SymmetricPacking, BytesRoundTripAndKeepTheUpperTriangle) {
+  index_t const d = 5;
+  std::vector<double> full(static_cast<std::size_t>(d * d)), back(full.size());
+  for (index_t i = 0; i < d; ++i)
+    for (index_t j = 0; j < d; ++j)  // upper and lower triangles differ: packing keeps the upper
+      full[static_cast<std::size_t>(i * d + j)] = i <= j ? 10.0 * i + j : -1.0;
+  std::vector<double> packed(static_cast<std::size_t>(packed_size(d)));
+  pack_symmetric_bytes(reinterpret_cast<std::byte const*>(full.data()),
+                       reinterpret_cast<std::byte*>(packed.data()), d, sizeof(double));
+  for (index_t i = 0; i < d; ++i)
+    for (index_t j = i; j < d; ++j)
+      EXPECT_EQ(packed[static_cast<std::size_t>(packed_index(d, i, j))], 10.0 * i + j);
+  unpack_symmetric_bytes(reinterpret_cast<std::byte const*>(packed.data()),
+                         reinterpret_cast<std::byte*>(back.data()), d, sizeof(double));
+  for (index_t i = 0; i < d; ++i)
+    for (index_t j = 0; j < d; ++j)
+      EXPECT_EQ(back[static_cast<std::size_t>(i * d + j)], 10.0 * std::min(i, j) + std::max(i, j));
+}
+
+// Parameters (6, 5) and (3), blocks of 4, and a 3-D one whose blocks have three factors.
+Plan packing_plan() {
+  return make_plan(PlanOptions<index_t, index_t>{4, 3, 1, DType::f32},
+                   std::vector<std::vector<index_t>>{{6, 5}, {3}, {2, 3, 4}});
+}
+
+template <class T>
+struct PackingRun {
+  std::vector<std::vector<T>> params{std::vector<T>(30, T(0.5)), std::vector<T>(3, T(-1)),
+                                     std::vector<T>(24, T(0.25))};
+  void steps(Shampoo<T>& opt, int from, int count) {
+    for (int t = from; t < from + count; ++t) {
+      std::vector<std::vector<T>> grads;
+      for (std::size_t p = 0; p < params.size(); ++p) {
+        grads.emplace_back(params[p].size());
+        for (std::size_t i = 0; i < grads[p].size(); ++i)
+          grads[p][i] = static_cast<T>(std::sin(0.7 * static_cast<double>(i + 3 * p) + t));
+      }
+      std::vector<std::span<T>> ps(params.begin(), params.end());
+      std::vector<std::span<T const>> gs(grads.begin(), grads.end());
+      opt.step(ps, gs);
+    }
+  }
+};
+
+Options packing_options(DType factor_dtype, bool packed) {
+  Options o = state_options();
+  o.factor_matrix_dtype = factor_dtype;
+  o.use_symmetric_packing = packed;
+  o.epsilon = 1e-6;
+  o.precondition_frequency = 2;
+  return o;
+}
+
+template <class T>
+void expect_packing_changes_no_number(DType factor_dtype) {
+  SCOPED_TRACE(std::string(dtype_name(dtype_of_v<T>)) + " steps, " +
+               std::string(dtype_name(factor_dtype)) + " factors");
+  Shampoo<T> full(packing_plan(), packing_options(factor_dtype, false));
+  Shampoo<T> packed(packing_plan(), packing_options(factor_dtype, true));
+  PackingRun<T> rf, rp;
+  rf.steps(full, 0, 5);
+  rp.steps(packed, 0, 5);
+  EXPECT_EQ(rf.params, rp.params);  // bit for bit
+  for (std::size_t b = 0; b < full.plan().num_blocks(); ++b)
+    for (std::size_t j = 0; j < full.preconditioned_dims(b).size(); ++j) {
+      EXPECT_EQ(full.factor_matrix(b, j), packed.factor_matrix(b, j));
+      EXPECT_EQ(full.inverse_root(b, j), packed.inverse_root(b, j));
+    }
+}
+
+TEST(SymmetricPacking, StepsAreBitIdenticalToFullMatrices) {
+  for (DType d : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
+    expect_packing_changes_no_number<float>(d);
+    expect_packing_changes_no_number<double>(d);
+  }
+}
+
+// Bytes of the factor tensors of a state.
+std::size_t factor_bytes(StateDict const& sd) {
+  std::size_t n = 0;
+  for (auto const& [key, t] : sd)
+    if (key.size() >= 2 && key[key.size() - 2] == "factor_matrices") n += t.data.size();
+  return n;
+}
+
+TEST(SymmetricPacking, StateHoldsUpperTrianglesUnderTheSameKeys) {
+  Shampoo<double> full(packing_plan(), packing_options(DType::f64, false));
+  Shampoo<double> packed(packing_plan(), packing_options(DType::f64, true));
+  PackingRun<double> rf, rp;
+  rf.steps(full, 0, 3);
+  rp.steps(packed, 0, 3);
+  auto const sf = full.state_dict(), sp = packed.state_dict();
+  ASSERT_EQ(sf.size(), sp.size());
+  // Expected factor bytes: sum over blocks and modes of d (d + 1) / 2 against d * d elements.
+  std::size_t tri = 0, square = 0;
+  for (std::size_t b = 0; b < full.plan().num_blocks(); ++b) {
+    auto const& shape =
+        full.plan().groups[static_cast<std::size_t>(full.plan().blocks[b].group)].shape;
+    for (index_t dim : full.preconditioned_dims(b)) {
+      index_t const d = shape[dim];
+      tri += static_cast<std::size_t>(packed_size(d)) * sizeof(double);
+      square += static_cast<std::size_t>(d * d) * sizeof(double);
+    }
+  }
+  EXPECT_EQ(factor_bytes(sp), tri);
+  EXPECT_EQ(factor_bytes(sf), square);
+  EXPECT_LT(factor_bytes(sp), factor_bytes(sf));
+  for (auto const& [key, t] : sf) {
+    auto const& q = sp.at(key);
+    if (key.size() < 2 || key[key.size() - 2] != "factor_matrices") {
+      EXPECT_TRUE(q == t) << state_key_text(key);
+      continue;
+    }
+    // Packed element k of a (d, d) factor is F[i][j] at the k-th (i <= j) in row-major order.
+    index_t const d = t.shape[0];
+    ASSERT_EQ(q.shape, (std::vector<index_t>{packed_size(d)})) << state_key_text(key);
+    std::vector<double> f(static_cast<std::size_t>(d * d)), v(static_cast<std::size_t>(q.numel()));
+    std::memcpy(f.data(), t.data.data(), t.data.size());
+    std::memcpy(v.data(), q.data.data(), q.data.size());
+    std::size_t k = 0;
+    for (index_t i = 0; i < d; ++i)
+      for (index_t j = i; j < d; ++j, ++k) {
+        EXPECT_EQ(v[k], f[static_cast<std::size_t>(i * d + j)]) << state_key_text(key);
+        EXPECT_EQ(f[static_cast<std::size_t>(i * d + j)], f[static_cast<std::size_t>(j * d + i)]);
+      }
+  }
+}
+
+TEST(SymmetricPacking, LoadsEitherLayoutAndResumesBitIdentically) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Shampoo<float> full(packing_plan(), packing_options(dtype, false));
+    Shampoo<float> packed(packing_plan(), packing_options(dtype, true));
+    PackingRun<float> rf, rp;
+    rf.steps(full, 0, 3);
+    rp.steps(packed, 0, 3);
+    auto const sf = full.state_dict(), sp = packed.state_dict();
+    // Every source layout into every kind of optimizer gives the same state and the same steps.
+    for (bool into_packed : {false, true})
+      for (StateDict const* source : {&sf, &sp}) {
+        Shampoo<float> resumed(packing_plan(), packing_options(dtype, into_packed));
+        resumed.load_state_dict(*source);
+        EXPECT_TRUE(resumed.state_dict() == (into_packed ? sp : sf));
+        PackingRun<float> rr;
+        rr.params = rf.params;
+        rr.steps(resumed, 3, 3);
+        PackingRun<float> reference;
+        reference.params = rf.params;
+        Shampoo<float> again(packing_plan(), packing_options(dtype, false));
+        again.load_state_dict(sf);
+        reference.steps(again, 3, 3);
+        EXPECT_EQ(rr.params, reference.params);
+      }
+  }
+}
+
+TEST(SymmetricPacking, WrongSizesAreRefusedNamingTheKey) {
+  Shampoo<float> source(packing_plan(), packing_options(DType::f32, true));
+  PackingRun<float> r;
+  r.steps(source, 0, 2);
+  auto const good = source.state_dict();
+  StateKey const key{"0", "block_0", "shampoo", "factor_matrices", "1"};
+  for (bool packed : {false, true}) {
+    Shampoo<float> opt(packing_plan(), packing_options(DType::f32, packed));
+    PackingRun<float> ro;
+    ro.steps(opt, 0, 2);
+    auto const before = opt.state_dict();
+    auto wrong = good;
+    wrong[key].shape = {9};
+    wrong[key].data.resize(9 * sizeof(float));
+    EXPECT_EQ(error_of([&] { opt.load_state_dict(wrong); }),
+              "the state's [\"0\",\"block_0\",\"shampoo\",\"factor_matrices\",\"1\"] has shape "
+              "(9) but this optimizer's factor there is 4 x 4, which loads from shape (10) "
+              "(packed) or (4,4) (full).");
+    auto short_data = good;
+    short_data[key].data.resize(9 * sizeof(float));
+    EXPECT_EQ(error_of([&] { opt.load_state_dict(short_data); }),
+              "the state's [\"0\",\"block_0\",\"shampoo\",\"factor_matrices\",\"1\"] holds 36 "
+              "bytes but its shape and dtype need 40.");
+    auto short_full = good;
+    short_full[key].shape = {4, 4};
+    EXPECT_EQ(error_of([&] { opt.load_state_dict(short_full); }),
+              "the state's [\"0\",\"block_0\",\"shampoo\",\"factor_matrices\",\"1\"] holds 40 "
+              "bytes but its shape and dtype need 64.");
+    EXPECT_TRUE(opt.state_dict() == before);
+  }
 }
 
 }  // namespace

@@ -173,15 +173,19 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     for (auto const& m : group_of(b).modes) out.push_back(m.root);
     return out;
   }
-  // Factor matrix j of block b in T (dequantized), row-major d x d.
+  // Factor matrix j of block b in T (dequantized, unpacked), row-major d x d.
   std::vector<T> factor_matrix(std::size_t b, std::size_t j) const {
     auto const& m = group_of(b).modes[j];
     auto const dd = static_cast<std::size_t>(m.d * m.d);
     std::size_t const size = dtype_size(m.dtype);
     std::vector<std::byte> bytes(dd * size);
-    B::to_host(executor_, m.factors.data() + slot_of(b) * m.d * m.d * static_cast<index_t>(size),
-               static_cast<index_t>(bytes.size()), bytes.data());
+    index_t const stored = m.factor_numel() * static_cast<index_t>(size);
+    B::to_host(executor_, m.factors.data() + slot_of(b) * stored, stored, bytes.data());
     B::wait(executor_);
+    if (m.packed) {
+      std::vector<std::byte> const packed(bytes.begin(), bytes.begin() + stored);
+      unpack_symmetric_bytes(packed.data(), bytes.data(), m.d, size);
+    }
     std::vector<T> out(dd);
     for (std::size_t i = 0; i < dd; ++i)
       out[i] = static_cast<T>(detail::load_element(m.dtype, bytes.data(), i));
@@ -201,17 +205,20 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // ---- state ----
 
   // The state under Distributed Shampoo's key paths: [p, "step"]; [p, "block_i", "shampoo",
-  // "factor_matrices" | "inv_factor_matrices", j] (eigenvalue-corrected: "factor_matrices_
-  // eigenvectors" and [.., "corrected_eigenvalues"]; eigendecomposed: "factor_matrices_
-  // eigenvectors" and "factor_matrices_eigenvalues"); [p, "block_i", "filtered_grad" |
-  // "momentum_buffer" | "adagrad" | "weight_buffer"] and [p, "lr_sum" | "train_mode"] (only when
-  // in use). The same keys, dtypes and
-  // bytes on every executor: a device run saves, and resumes from, a host run's state.
+  // "factor_matrices" | "inv_factor_matrices", j] (factors packed, (d (d + 1) / 2,), with
+  // Options::use_symmetric_packing, as Distributed Shampoo saves them) (eigenvalue-corrected:
+  // "factor_matrices_ eigenvectors" and [.., "corrected_eigenvalues"]; eigendecomposed:
+  // "factor_matrices_ eigenvectors" and "factor_matrices_eigenvalues"); [p, "block_i",
+  // "filtered_grad" | "momentum_buffer" | "adagrad" | "weight_buffer"] and [p, "lr_sum" |
+  // "train_mode"] (only when in use). The same keys, dtypes and bytes on every executor: a device
+  // run saves, and resumes from, a host run's state.
   StateDict state_dict() const;
 
   // Replaces the state by `state`, which must hold exactly the keys state_dict() would, with the
-  // same dtypes and shapes, and one step count for all parameters. Everything is checked before
-  // anything is copied: on error the optimizer is left exactly as it was.
+  // same dtypes and shapes, and one step count for all parameters; a factor matrix may also come
+  // in the other layout, full (d, d) or packed (d (d + 1) / 2,), whatever
+  // Options::use_symmetric_packing says (packing keeps the upper triangle). Everything is checked
+  // before anything is copied: on error the optimizer is left exactly as it was.
   void load_state_dict(StateDict const& state);
 
  protected:
@@ -516,8 +523,14 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
           tight = true;
           visit_factor_dtype(m.dtype, [&](auto u) {
             using U = decltype(u);
-            stages::entry_bounds(executor_, reinterpret_cast<U const*>(m.factors.data()), g.count,
-                                 m.d, beta2, weight, norms, g.per_slot.data() + 2 * j * g.count);
+            U const* stored = reinterpret_cast<U const*>(m.factors.data());
+            auto full = B::template scratch<U>(executor_, m.packed ? g.count * m.d * m.d : 0);
+            if (m.packed) {
+              unpack_symmetric(executor_, stored, full.data(), g.count, m.d);
+              stored = full.data();
+            }
+            stages::entry_bounds(executor_, stored, g.count, m.d, beta2, weight, norms,
+                                 g.per_slot.data() + 2 * j * g.count);
           });
         }
         norms += g.count * m.d;
@@ -630,8 +643,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       if (options_.momentum != 0.0) std::swap(g.momentum, g.staged_momentum);
   }
 
-  // Factors (dequantized for the step when stored narrower than T), grafting accumulator, filtered
-  // gradient, and on amortized steps the inverse roots; then the factors are stored back.
+  // Factors (dequantized for the step when stored narrower than T, unpacked when packed), grafting
+  // accumulator, filtered gradient, and on amortized steps the inverse roots; then the factors are
+  // stored back.
   void accumulate(Group& g, StepScalars<T> const& s) {
     std::fill(g.errors.begin(), g.errors.end(), std::string());
     if (g.count == 0 || g.numel == 0) return;
@@ -645,10 +659,11 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
         f = converted.back().data();
         visit_factor_dtype(m.dtype, [&](auto u) {
           using U = decltype(u);
-          if constexpr (!std::is_same_v<U, T>)  // stored as T: f is the storage itself
-            assign(flat(f, g.count * m.d * m.d),
-                   flat(reinterpret_cast<U const*>(m.factors.data()), g.count * m.d * m.d),
-                   executor_);
+          U const* stored = reinterpret_cast<U const*>(m.factors.data());
+          if (m.packed)
+            unpack_symmetric(executor_, stored, f, g.count, m.d);
+          else if constexpr (!std::is_same_v<U, T>)  // stored as T: f is the storage itself
+            assign(flat(f, g.count * m.d * m.d), flat(stored, g.count * m.d * m.d), executor_);
         });
       }
       stages::accumulate_factor(executor_, f, factor_input(g, values.size()), g.count, g.shape,
@@ -669,9 +684,12 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       if (m.factors_as_t()) continue;
       visit_factor_dtype(m.dtype, [&](auto u) {
         using U = decltype(u);
-        if constexpr (!std::is_same_v<U, T>)
-          assign(flat(reinterpret_cast<U*>(m.factors.data()), g.count * m.d * m.d),
-                 flat(values[j], g.count * m.d * m.d), executor_);
+        U* stored = reinterpret_cast<U*>(m.factors.data());
+        if (m.packed)
+          pack_symmetric(executor_, static_cast<T const*>(values[j]), stored, g.count, m.d);
+        else if constexpr (!std::is_same_v<U, T>)
+          assign(flat(stored, g.count * m.d * m.d), flat(values[j], g.count * m.d * m.d),
+                 executor_);
       });
     }
   }
@@ -1065,11 +1083,11 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       index_t const dd = m.d * m.d;
       std::vector<index_t> const square{m.d, m.d};
       f(
-          m.factors, dd * static_cast<index_t>(dtype_size(m.dtype)),
+          m.factors, m.factor_numel() * static_cast<index_t>(dtype_size(m.dtype)),
           [&, j](index_t slot) {
             return key(slot, {"shampoo", "factor_matrices", std::to_string(j)});
           },
-          m.dtype, square);
+          m.dtype, m.packed ? std::vector<index_t>{packed_size(m.d)} : square);
       char const* second =
           options_.preconditioner == PreconditionerType::eigenvalue_corrected || eigendecomposed
               ? "factor_matrices_eigenvectors"
@@ -1132,6 +1150,11 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     return out;
   }
 
+  // [.., "shampoo", "factor_matrices", j]: a Kronecker factor, saved packed or full.
+  static bool is_factor_key(StateKey const& key) {
+    return key.size() >= 2 && key[key.size() - 2] == "factor_matrices";
+  }
+
   // load_state_dict's checks: throws unless `state` fits; returns its step.
   index_t check_state_dict(StateDict const& state) const {
     StateDict const expected = expected_state();
@@ -1145,15 +1168,30 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
         tessel::detail::throw_error(tessel::detail::sentence(
             "the state's ", state_key_text(key), " has dtype ", dtype_name(it->second.dtype),
             " but this optimizer keeps ", dtype_name(tensor.dtype), "."));
-      if (it->second.shape != tensor.shape)
+      std::size_t needed = tensor.data.size();
+      if (it->second.shape != tensor.shape && is_factor_key(key)) {
+        // A factor loads from either layout (assign_state_dict converts it).
+        index_t const d = tensor.shape.size() == 2 ? tensor.shape[0] : packed_dim(tensor.shape[0]);
+        std::vector<index_t> const packed{packed_size(d)}, full{d, d};
+        if (it->second.shape != packed && it->second.shape != full)
+          tessel::detail::throw_error(tessel::detail::sentence(
+              "the state's ", state_key_text(key), " has shape ",
+              tessel::detail::shape_text(it->second.shape),
+              " but this optimizer's factor there is ", d, " x ", d, ", which loads from shape ",
+              tessel::detail::shape_text(packed), " (packed) or ", tessel::detail::shape_text(full),
+              " (full)."));
+        needed = static_cast<std::size_t>(it->second.shape == full ? d * d : packed_size(d)) *
+                 dtype_size(tensor.dtype);
+      } else if (it->second.shape != tensor.shape) {
         tessel::detail::throw_error(tessel::detail::sentence(
             "the state's ", state_key_text(key), " has shape ",
             tessel::detail::shape_text(it->second.shape), " but this optimizer keeps ",
             tessel::detail::shape_text(tensor.shape), "."));
-      if (it->second.data.size() != tensor.data.size())
+      }
+      if (it->second.data.size() != needed)
         tessel::detail::throw_error(tessel::detail::sentence(
             "the state's ", state_key_text(key), " holds ", it->second.data.size(),
-            " bytes but its shape and dtype need ", tensor.data.size(), "."));
+            " bytes but its shape and dtype need ", needed, "."));
     }
     for (auto const& [key, tensor] : state)
       if (!expected.contains(key))
@@ -1189,12 +1227,19 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   void assign_state_dict(StateDict const& state, index_t step) {
     std::vector<std::vector<std::byte>> staged;  // alive until the copies are done
     for (std::size_t gi = 0; gi < groups_.size(); ++gi)
-      for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of, DType,
-                                    std::vector<index_t> const&) {
+      for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of,
+                                    DType dtype, std::vector<index_t> const& shape) {
         auto& host = staged.emplace_back(static_cast<std::size_t>(slot_bytes * groups_[gi].count));
         for (index_t slot = 0; slot < groups_[gi].count; ++slot) {
-          auto const& data = state.at(key_of(slot)).data;
-          std::memcpy(host.data() + slot * slot_bytes, data.data(), data.size());
+          StateTensor const& t = state.at(key_of(slot));
+          std::byte* to = host.data() + slot * slot_bytes;
+          // Only a factor's shape can differ (check_state_dict): the other layout of it.
+          if (t.shape == shape)
+            std::memcpy(to, t.data.data(), t.data.size());
+          else if (shape.size() == 1)  // full into packed storage
+            pack_symmetric_bytes(t.data.data(), to, t.shape[0], dtype_size(dtype));
+          else
+            unpack_symmetric_bytes(t.data.data(), to, shape[0], dtype_size(dtype));
         }
         B::from_host(executor_, host.data(), static_cast<index_t>(host.size()),
                      reinterpret_cast<std::byte*>(buffer.data()));
@@ -1415,8 +1460,10 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       m.d = g.shape[k];
       m.root = 1.0 / e;
       m.dtype = options_.factor_matrix_dtype;
+      m.packed = options_.use_symmetric_packing;
       index_t const nn = g.count * m.d * m.d;
-      m.factors = B::template allocate<std::byte>(nn * static_cast<index_t>(dtype_size(m.dtype)));
+      m.factors = B::template allocate<std::byte>(g.count * m.factor_numel() *
+                                                  static_cast<index_t>(dtype_size(m.dtype)));
       m.inverse_roots = B::template allocate<T>(nn);
       std::vector<T> identities(static_cast<std::size_t>(nn), T(0));
       for (index_t i = 0; i < g.count * m.d; ++i)

@@ -182,6 +182,11 @@ struct Options {
   InverseExponentOverride inverse_exponent_override{};
   RootConfig root{};
   DType factor_matrix_dtype = DType::f32;  // bf16, f16, f32 or f64
+  // Keep each factor as its upper triangle, d (d + 1) / 2 elements instead of d * d, and save it
+  // so (state/symmetric_packing.hpp); the step's numbers are the same. Off by default, unlike
+  // Distributed Shampoo, so that existing state files and code reading factors as (d, d) keep
+  // their layout; load_state_dict reads either layout in both modes.
+  bool use_symmetric_packing = false;
   index_t num_tolerated_failed_amortized_computations = 3;
   // F <- beta2 F + G x G instead of beta2 F + (1 - beta2) G x G, and no bias correction of the
   // factors (Distributed Shampoo's drop_weighting_factor_on_gsquare).
@@ -423,6 +428,7 @@ inline std::vector<std::string> ignored_options(Options const& o) {
       add("the eigen or coupled Newton root settings");
     if (o.factor_matrix_dtype != d.factor_matrix_dtype)
       add("factor_matrix_dtype ", dtype_name(o.factor_matrix_dtype));
+    if (o.use_symmetric_packing) add("use_symmetric_packing");
     if (o.drop_weighting_factor_on_gsquare) add("drop_weighting_factor_on_gsquare");
     if (o.use_trace_scaling) add("use_trace_scaling");
     if (o.num_tolerated_failed_amortized_computations !=

@@ -1,9 +1,11 @@
 // What a Shampoo optimizer keeps per batch group, in the memory of its executor (exec::Memory<X>,
 // exec/memory.hpp): for each preconditioned mode the factor matrices in their stored dtype (bf16,
-// f16, f32 or f64) and the inverse roots in T, (count, d, d) each; the filtered gradient, momentum
-// and grafting accumulator, (count, block...) each when in use; and the step's scratch (gathered
-// gradients, the direction and two preconditioning buffers). Also the host-side bookkeeping: the
-// plan block of each slot, failed root computations in a row, this step's errors, the segments.
+// f16, f32 or f64), (count, d, d) or with Options::use_symmetric_packing (count, d (d + 1) / 2)
+// (state/symmetric_packing.hpp), and the inverse roots in T, (count, d, d); the filtered gradient,
+// momentum and grafting accumulator, (count, block...) each when in use; and the step's scratch
+// (gathered gradients, the direction and two preconditioning buffers). Also the host-side
+// bookkeeping: the plan block of each slot, failed root computations in a row, this step's errors,
+// the segments.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +20,7 @@
 #include "../plan/plan.hpp"
 #include "../plan/segments.hpp"
 #include "quantized.hpp"
+#include "symmetric_packing.hpp"
 
 namespace tessel::shampoo {
 
@@ -32,7 +35,8 @@ struct GroupState {
     index_t d = 0;      // its extent
     double root = 2.0;  // 1 / exponent
     DType dtype = DType::f32;
-    Buffer<std::byte> factors;  // count * d * d elements of dtype
+    bool packed = false;        // factors hold upper triangles (state/symmetric_packing.hpp)
+    Buffer<std::byte> factors;  // count * factor_numel() elements of dtype
     Buffer<T> inverse_roots;    // count * d * d (eigenvalue-corrected and eigendecomposed
                                 // Shampoo: the eigenvectors, q(b, i, j) = Q_b[i][j])
     Buffer<T> eigenvalues;      // eigendecomposed Shampoo: count * d
@@ -40,9 +44,13 @@ struct GroupState {
     // step's overflow pre-check (step/bounds.hpp), and the one the check in progress found.
     std::vector<double> bound, pending;
 
-    // The factors as T, when that is how they are stored (no conversion needed).
+    // Stored elements of one slot's factor.
+    index_t factor_numel() const { return packed ? packed_size(d) : d * d; }
+
+    // The factors as full (count, d, d) matrices of T, when that is how they are stored (no
+    // conversion needed).
     T* factors_as_t() const {
-      return dtype == dtype_of_v<T> ? reinterpret_cast<T*>(factors.data()) : nullptr;
+      return dtype == dtype_of_v<T> && !packed ? reinterpret_cast<T*>(factors.data()) : nullptr;
     }
   };
 
