@@ -212,6 +212,29 @@ TEST(SymmetricPacking, BytesRoundTripAndKeepTheUpperTriangle) {
       EXPECT_EQ(back[static_cast<std::size_t>(i * d + j)], 10.0 * std::min(i, j) + std::max(i, j));
 }
 
+TEST(SymmetricPacking, ExecutorPassesMatchTheByteCopiesAcrossStrips) {
+  // d up to 70 crosses the 32-row strips of unpack_symmetric's mirrored lower triangle.
+  for (index_t d : {1, 5, 32, 33, 70}) {
+    SCOPED_TRACE(d);
+    index_t const count = 3, p = packed_size(d);
+    std::vector<double> packed(static_cast<std::size_t>(count * p));
+    for (std::size_t k = 0; k < packed.size(); ++k) packed[k] = 0.5 * static_cast<double>(k) + 1;
+    std::vector<double> full(static_cast<std::size_t>(count * d * d), -1.0);
+    unpack_symmetric(exec::Serial{}, packed.data(), full.data(), count, d);
+    std::vector<double> expected(static_cast<std::size_t>(d * d));
+    for (index_t c = 0; c < count; ++c) {
+      unpack_symmetric_bytes(reinterpret_cast<std::byte const*>(packed.data() + c * p),
+                             reinterpret_cast<std::byte*>(expected.data()), d, sizeof(double));
+      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), full.begin() + c * d * d));
+    }
+    std::vector<float> repacked(packed.size());
+    pack_symmetric(exec::Auto{}, static_cast<double const*>(full.data()), repacked.data(), count,
+                   d);
+    for (std::size_t k = 0; k < packed.size(); ++k)
+      EXPECT_EQ(repacked[k], static_cast<float>(packed[k]));
+  }
+}
+
 // Parameters (6, 5) and (3), blocks of 4, and a 3-D one whose blocks have three factors.
 Plan packing_plan() {
   return make_plan(PlanOptions<index_t, index_t>{4, 3, 1, DType::f32},
