@@ -221,6 +221,53 @@ TEST(ShampooCli, SeveralParametersEveryOptionAndAResumedRunMatchTheLibrary) {
   EXPECT_TRUE(load_state(dir / "end.safetensors") == opt.state_dict());
 }
 
+TEST(ShampooCli, SymmetricPackingResumesFromAFullStateAndSavesPacked) {
+  // Two steps with full factors, two more with --use-symmetric-packing from that state: the
+  // library's four packed steps bit for bit, and its packed state file.
+  REQUIRE_CLI();
+  TempDir dir;
+  std::mt19937 rng(11);
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::vector<double> w(12), g(4 * 12);
+  for (auto* v : {&w, &g})
+    for (auto& x : *v) x = n(rng);
+  auto path = [&](char const* name) { return (dir / name).string(); };
+  std::vector<std::int64_t> const param_shape{3, 4}, grads_shape{2, 3, 4};
+  write_npy(dir / "W.npy", std::span<std::int64_t const>(param_shape), w);
+  write_npy(dir / "Ga.npy", std::span<std::int64_t const>(grads_shape),
+            std::vector<double>(g.begin(), g.begin() + 24));
+  write_npy(dir / "Gb.npy", std::span<std::int64_t const>(grads_shape),
+            std::vector<double>(g.begin() + 24, g.end()));
+  std::string const options = " --lr 0.1 --beta2 0.9 --epsilon 1e-8 --factor-dtype f64";
+  auto r = run_cli(dir, "shampoo run --param " + path("W.npy") + " --grads " + path("Ga.npy") +
+                            " --out " + path("M.npy") + " --save-state " +
+                            path("full.safetensors") + options);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run_cli(dir, "shampoo run --param " + path("M.npy") + " --grads " + path("Gb.npy") +
+                       " --out " + path("F.npy") + " --load-state " + path("full.safetensors") +
+                       " --save-state " + path("packed.safetensors") + " --use-symmetric-packing" +
+                       options);
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  Options o;
+  o.lr = 0.1;
+  o.beta2 = 0.9;
+  o.epsilon = 1e-8;
+  o.factor_matrix_dtype = DType::f64;
+  o.use_symmetric_packing = true;
+  Shampoo<double> opt(make_plan(PlanOptions<index_t, index_t>{1024, 1, 1},
+                                std::vector<std::vector<index_t>>{{3, 4}}),
+                      o);
+  for (int t = 0; t < 4; ++t)
+    opt.step({std::span<double>(w)}, {std::span<double const>(g.data() + 12 * t, 12)});
+  EXPECT_EQ(read_npy(dir / "F.npy").as<double>(), w);
+  auto const saved = load_state(dir / "packed.safetensors");
+  EXPECT_TRUE(saved == opt.state_dict());
+  // (3, 4) merges to one mode of 12: 78 elements packed.
+  EXPECT_EQ(saved.at({"0", "block_0", "shampoo", "factor_matrices", "0"}).shape,
+            (std::vector<index_t>{78}));
+}
+
 TEST(ShampooCli, EigendecomposedKlShampooMatchesTheLibrary) {
   // --preconditioner eigendecomposed --kl-shampoo on a 2-D block (two modes, so KL's factor inputs
   // differ from the gradient): three steps with an amortized one in between, bit for bit the

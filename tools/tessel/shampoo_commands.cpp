@@ -243,6 +243,7 @@ struct RunOptions {
   std::string tolerated_failures = "3";
   std::string preconditioner = "shampoo";
   bool drop_weighting = false, grafting_drop = false, trace_scaling = false, kl = false;
+  bool symmetric_packing = false;
   std::string trace_exponent = "0.5";
   std::string ns_iterations = "5", ns_coefficients = "3.4445,-4.775,2.0315";
   std::string averaging = "none", eval_interp = "0.9", train_interp = "0.8", lr_power = "2";
@@ -393,6 +394,7 @@ shampoo::Options to_options(RunOptions const& r) {
   o.factor_matrix_dtype = parse_dtype(r.factor_dtype);
   o.drop_weighting_factor_on_gsquare = r.drop_weighting;
   o.use_trace_scaling = r.trace_scaling;
+  o.use_symmetric_packing = r.symmetric_packing;
   o.trace_scaling_exponent = parse_number(r.trace_exponent, "--trace-scaling-exponent");
   shampoo::validate(o);
   return o;
@@ -489,6 +491,9 @@ void add_step_options(CLI::App& cmd, RunOptions& run) {
                "Scale each factor by trace^(-exponent) before its root");
   cmd.add_option("--trace-scaling-exponent", run.trace_exponent, "In (0, 1]")
       ->capture_default_str();
+  cmd.add_flag("--use-symmetric-packing", run.symmetric_packing,
+               "Keep and save each factor as its upper triangle, d (d + 1) / 2 elements (the "
+               "same steps); --load-state reads either layout");
   cmd.add_option("--newton-schulz-coefficients", run.ns_coefficients,
                  "a,b,c of X <- a X + b (X X^T) X + c (X X^T)^2 X")
       ->capture_default_str();
