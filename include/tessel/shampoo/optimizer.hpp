@@ -207,8 +207,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // The state under Distributed Shampoo's key paths: [p, "step"]; [p, "block_i", "shampoo",
   // "factor_matrices" | "inv_factor_matrices", j] (factors packed, (d (d + 1) / 2,), with
   // Options::use_symmetric_packing, as Distributed Shampoo saves them) (eigenvalue-corrected:
-  // "factor_matrices_ eigenvectors" and [.., "corrected_eigenvalues"]; eigendecomposed:
-  // "factor_matrices_ eigenvectors" and "factor_matrices_eigenvalues"); [p, "block_i",
+  // "factor_matrices_eigenvectors" and [.., "corrected_eigenvalues"]; eigendecomposed:
+  // "factor_matrices_eigenvectors" and "factor_matrices_eigenvalues"); [p, "block_i",
   // "filtered_grad" | "momentum_buffer" | "adagrad" | "weight_buffer"] and [p, "lr_sum" |
   // "train_mode"] (only when in use). The same keys, dtypes and bytes on every executor: a device
   // run saves, and resumes from, a host run's state.
