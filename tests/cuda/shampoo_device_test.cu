@@ -146,6 +146,30 @@ TEST(DeviceShampoo, QuantizedFactorsMatchTheHost) {
   EXPECT_LT(compare(o, 4), 1e-2);
 }
 
+TEST(DeviceShampoo, PackedFactorsMatchTheHostAndItsPackedState) {
+  // Packed factors on the device against packed ones on the host (same keys and packed shapes),
+  // then the device resumes from a host state saved with full factors.
+  TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
+  Options o;
+  o.epsilon = 1e-6;
+  o.grafting = adam_grafting();
+  o.use_symmetric_packing = true;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    o.factor_matrix_dtype = dtype;
+    EXPECT_LT(compare(o, 4), dtype == DType::f32 ? 1e-4 : 1e-2) << dtype_name(dtype);
+  }
+  Options full = o;
+  full.use_symmetric_packing = false;
+  Shampoo<float> host(plan(), full);
+  DeviceShampoo device(plan(), o);
+  Problem problem;
+  for (int t = 0; t < 3; ++t) problem.step(host, device);
+  device.load_state_dict(host.state_dict());
+  Shampoo<float> packed_host(plan(), o);
+  packed_host.load_state_dict(host.state_dict());
+  EXPECT_EQ(device.state_dict(), packed_host.state_dict()) << "packed on load, bit for bit";
+}
+
 TEST(DeviceShampoo, ResumesFromAHostStateAndTheHostFromItsState) {
   TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
   Options o;
