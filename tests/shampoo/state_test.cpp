@@ -269,12 +269,17 @@ Options packing_options(DType factor_dtype, bool packed) {
   return o;
 }
 
-template <class T>
-void expect_packing_changes_no_number(DType factor_dtype) {
+// `variant` changes the options around the factors (preconditioner, KL-Shampoo, trace scaling).
+template <class T, class Variant = void (*)(Options&)>
+void expect_packing_changes_no_number(
+    DType factor_dtype, Variant variant = [](Options&) {}) {
   SCOPED_TRACE(std::string(dtype_name(dtype_of_v<T>)) + " steps, " +
                std::string(dtype_name(factor_dtype)) + " factors");
-  Shampoo<T> full(packing_plan(), packing_options(factor_dtype, false));
-  Shampoo<T> packed(packing_plan(), packing_options(factor_dtype, true));
+  Options o = packing_options(factor_dtype, false);
+  variant(o);
+  Shampoo<T> full(packing_plan(), o);
+  o.use_symmetric_packing = true;
+  Shampoo<T> packed(packing_plan(), o);
   PackingRun<T> rf, rp;
   rf.steps(full, 0, 5);
   rp.steps(packed, 0, 5);
@@ -290,6 +295,21 @@ TEST(SymmetricPacking, StepsAreBitIdenticalToFullMatrices) {
   for (DType d : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
     expect_packing_changes_no_number<float>(d);
     expect_packing_changes_no_number<double>(d);
+  }
+}
+
+TEST(SymmetricPacking, EveryFactorKeepingPreconditionerStepsBitIdentically) {
+  auto const variants = {
+      +[](Options& o) { o.preconditioner = PreconditionerType::eigendecomposed; },
+      +[](Options& o) { o.preconditioner = PreconditionerType::eigenvalue_corrected; },
+      +[](Options& o) { o.kl_shampoo = true; },
+      +[](Options& o) { o.use_trace_scaling = true; },
+  };
+  int i = 0;
+  for (auto variant : variants) {
+    SCOPED_TRACE("variant " + std::to_string(i++));
+    expect_packing_changes_no_number<double>(DType::f64, variant);
+    expect_packing_changes_no_number<float>(DType::bf16, variant);
   }
 }
 
