@@ -31,9 +31,10 @@ struct Mode {
   Options options;
 };
 
-// Every kind of grafting, both root methods (and the pseudo-inverse), every factor dtype, both
-// weight decays, momentum with and without Nesterov, amortization with a warm-up, beta3, exponent
-// overrides, and with and without the filtered gradient and bias correction.
+// Every kind of grafting, both root methods (and the pseudo-inverse), every factor dtype (and
+// packed factors), both weight decays, momentum with and without Nesterov, amortization with a
+// warm-up, beta3, exponent overrides, and with and without the filtered gradient and bias
+// correction.
 inline std::vector<Mode> modes() {
   std::vector<Mode> out;
   auto add = [&](std::string name, auto&& edit) {
@@ -86,6 +87,11 @@ inline std::vector<Mode> modes() {
     o.beta2 = 0.9;
   });
   add("f64_factors", [](Options& o) { o.factor_matrix_dtype = DType::f64; });
+  add("packed_bf16_factors", [](Options& o) {
+    o.use_symmetric_packing = true;
+    o.factor_matrix_dtype = DType::bf16;
+    o.grafting = adam_grafting();
+  });
   return out;
 }
 
