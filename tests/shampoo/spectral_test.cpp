@@ -219,6 +219,12 @@ TEST(SpectralDescent, BlocksThatAreNot2DAreRefusedAndFactorOptionsAreWarned) {
                 "the newton_schulz settings have no effect with sign descent (spectral descent "
                 "uses them).",
                 "epsilon 1e-08 has no effect with sign descent, which keeps no factors."}));
+  Options packed;
+  packed.preconditioner = PreconditionerType::spectral_descent;
+  packed.use_symmetric_packing = true;
+  EXPECT_EQ(ignored_options(packed),
+            std::vector<std::string>{"use_symmetric_packing has no effect with spectral descent, "
+                                     "which keeps no factors."});
   Options v;
   v.newton_schulz.num_iterations = -1;
   EXPECT_EQ(error_of([&] { validate(v); }), "newton_schulz num_iterations must be >= 0, got -1.");
