@@ -1,0 +1,63 @@
+"""tessel from Python: fused linear cross-entropy over NumPy arrays and PyTorch CPU tensors.
+
+The loss and its gradients come from tessel's C++ ``flce::forward`` (one pass over row chunks,
+never the ``(rows, vocab)`` logits). Arrays are read in place through DLPack / the buffer
+protocol; tessel's error sentences arrive as ``ValueError``. See docs/python.md.
+"""
+
+import sys
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from . import _tessel, plan
+
+__all__ = ["LinearCrossEntropyResult", "linear_cross_entropy", "plan"]
+
+
+class LinearCrossEntropyResult(NamedTuple):
+    """What linear_cross_entropy returns over NumPy arrays.
+
+    ``loss`` is a 0-d array for mean and sum, ``(rows,)`` for none; the gradients are fresh arrays
+    (``grad_input`` like ``x``, ``grad_weight`` like ``weight``, ``grad_bias`` ``(vocab,)`` or None
+    without a bias), for an upstream gradient of 1.
+    """
+
+    loss: np.ndarray
+    grad_input: np.ndarray
+    grad_weight: np.ndarray
+    grad_bias: Optional[np.ndarray]
+
+
+def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", ignore_index=-100,
+                         label_smoothing=0.0, lse_square_scale=0.0, softcap=None,
+                         class_weights=None, temperature=1.0):
+    """``cross_entropy(x @ weight.T + bias, target)`` without the logits, with its gradients.
+
+    Names and defaults are PyTorch's ``F.cross_entropy`` (``class_weights`` is its ``weight``)
+    plus Liger-Kernel's ``lse_square_scale`` (z-loss) and ``softcap``, and a sampling
+    ``temperature`` the logits are divided by. ``x`` is ``(rows, hidden)``, ``weight``
+    ``(vocab, hidden)``, ``target`` ``(rows,)`` int64; float32 or float64, on the host.
+
+    PyTorch tensors give a loss tensor with autograd (tessel.torch.linear_cross_entropy); anything
+    else (NumPy arrays, DLPack objects) gives a LinearCrossEntropyResult.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        from . import torch as tessel_torch
+
+        return tessel_torch.linear_cross_entropy(
+            x, weight, target, bias, reduction=reduction, ignore_index=ignore_index,
+            label_smoothing=label_smoothing, lse_square_scale=lse_square_scale, softcap=softcap,
+            class_weights=class_weights, temperature=temperature)
+    return LinearCrossEntropyResult(*_tessel.linear_cross_entropy(
+        x, weight, target, bias, class_weights=class_weights, grad_output_rows=None,
+        with_gradients=True, **_options(reduction, ignore_index, label_smoothing,
+                                        lse_square_scale, softcap, temperature)))
+
+
+def _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap, temperature):
+    # softcap=None is Liger-Kernel's "off", tessel's 0.
+    return dict(reduction=reduction, ignore_index=ignore_index, label_smoothing=label_smoothing,
+                lse_square_scale=lse_square_scale, softcap=0.0 if softcap is None else softcap,
+                temperature=temperature)
