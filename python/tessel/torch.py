@@ -49,7 +49,6 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
                               for g in (grad_input, grad_weight, grad_bias))
         else:
             gradients = tuple(None if g is None else g * grad_loss for g in ctx.gradients)
-            del ctx.gradients  # a second backward would need a second forward, as in PyTorch
         grad_input, grad_weight, grad_bias = gradients
         return grad_input, grad_weight, None, grad_bias, None, None
 

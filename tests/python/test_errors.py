@@ -1,0 +1,111 @@
+"""Every bad input is a ValueError with tessel's sentence, never a crash."""
+
+import numpy as np
+import pytest
+import torch
+
+import tessel
+from conftest import make_problem
+
+
+@pytest.fixture
+def problem():
+    return make_problem(np.float32)
+
+
+def with_target(target, row, value):
+    changed = target.copy()
+    changed[row] = value
+    return changed
+
+
+def call(x, weight, target, **options):
+    return tessel.linear_cross_entropy(x, weight, target, **options)
+
+
+@pytest.mark.parametrize("make_call, message", [
+    # shapes that disagree (tessel's validation)
+    (lambda x, w, y, b, c: call(x, w[:, :5], y),
+     r"weight has shape \(11,5\) but input has hidden size 8\."),
+    (lambda x, w, y, b, c: call(x, w, y[:4]), r"target has 4 elements but input has 13 rows\."),
+    (lambda x, w, y, b, c: call(x, w, y, bias=b[:3]),
+     r"bias has 3 elements but the vocabulary size \(weight's rows\) is 11\."),
+    (lambda x, w, y, b, c: call(x, w, y, class_weights=c[:3]),
+     r"class_weights has 3 elements but the vocabulary size"),
+    # targets out of range
+    (lambda x, w, y, b, c: call(x, w, with_target(y, 0, 11)),
+     r"target 11 at row 0 is outside \[0, 11\) and is not ignore_index \(-100\)\."),
+    (lambda x, w, y, b, c: call(x, w, with_target(y, 5, -1)),
+     r"target -1 at row 5 is outside \[0, 11\)"),
+    # options
+    (lambda x, w, y, b, c: call(x, w, y, reduction="avg"),
+     r'unknown reduction "avg"; valid reductions are mean, sum and none\.'),
+    (lambda x, w, y, b, c: call(x, w, y, label_smoothing=1.5),
+     r"label_smoothing must lie in \[0, 1\], got 1\.5\."),
+    (lambda x, w, y, b, c: call(x, w, y, lse_square_scale=-1.0),
+     r"lse_square_scale must be finite and >= 0, got -1\."),
+    (lambda x, w, y, b, c: call(x, w, y, softcap=-2.0), r"softcap must be finite and >= 0"),
+    (lambda x, w, y, b, c: call(x, w, y, temperature=0.0),
+     r"temperature must be finite and > 0, got 0\."),
+    # dtypes and ranks (checked by the binding on the Python objects)
+    (lambda x, w, y, b, c: call(x, w.astype(np.float64), y),
+     r"weight has dtype f64 but must have input's dtype f32\."),
+    (lambda x, w, y, b, c: call(x, w, y, bias=b.astype(np.float64)),
+     r"bias has dtype f64 but must have input's dtype f32\."),
+    (lambda x, w, y, b, c: call(x, w, y.astype(np.int32)),
+     r"target has dtype i32 but must have the class indices' dtype i64\."),
+    (lambda x, w, y, b, c: call(x.astype(np.float16), w.astype(np.float16), y),
+     r"input has dtype f16; tessel's Python module computes on f32 \(float32\) and f64"),
+    (lambda x, w, y, b, c: call(x.astype(np.int64), w, y), r"input has dtype i64;"),
+    (lambda x, w, y, b, c: call(x[None], w, y),
+     r"input must have 2 dimensions \(rows, hidden\), got 3\."),
+    (lambda x, w, y, b, c: call(x, w, y[:, None]),
+     r"target must have 1 dimension \(rows\), got 2\."),
+    (lambda x, w, y, b, c: call(x, w[0], y),
+     r"weight must have 2 dimensions \(vocab, hidden\), got 1\."),
+    # layouts
+    (lambda x, w, y, b, c: call(np.asfortranarray(x), w, y),
+     r"input must be contiguous along its last mode \(stride 1\), got stride 13\."),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_bad_input_raises_value_error_with_tessel_sentence(problem, make_call, message):
+    with pytest.raises(ValueError, match=message):
+        make_call(*problem)
+
+
+def test_same_errors_through_torch(problem):
+    x, weight, target, _, _ = problem
+    xt = torch.tensor(x, requires_grad=True)
+    with pytest.raises(ValueError, match=r"target has 4 elements but input has 13 rows\."):
+        tessel.linear_cross_entropy(xt, torch.tensor(weight), torch.tensor(target[:4]))
+    with pytest.raises(ValueError, match=r"weight has dtype bf16 but must have input's dtype f32"):
+        tessel.linear_cross_entropy(xt, torch.tensor(weight).bfloat16(), torch.tensor(target))
+    with pytest.raises(ValueError, match=r"input has dtype bf16;"):
+        tessel.linear_cross_entropy(xt.bfloat16(), torch.tensor(weight).bfloat16(),
+                                    torch.tensor(target))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_tensors_are_refused_not_copied(problem):
+    x, weight, target, _, _ = problem
+    with pytest.raises(ValueError, match=r"input lives on a device \(DLPack device type 2\); "
+                                         r"tessel's Python module is host-only"):
+        tessel.linear_cross_entropy(torch.tensor(x).cuda(), torch.tensor(weight).cuda(),
+                                    torch.tensor(target).cuda())
+
+
+def test_objects_that_are_not_arrays_are_a_type_error(problem):
+    x, weight, target, _, _ = problem
+    with pytest.raises(TypeError):
+        tessel.linear_cross_entropy(x.tolist(), weight, target)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ((-1, 4, 8), r"an FLCE plan needs a row count \(bt\) >= 0, got -1\."),
+    ((16, 0, 8), r"hidden"),
+    ((16, 4, 0), r"vocab"),
+    ((16, 4, 8, "complex"), r'unknown dtype "complex"'),
+    ((16, 4, 8, "int32"), r"FLCE computes on f32, f64, f16 or bf16 storage, not i32\."),
+])
+def test_bad_plan_arguments_raise_value_error(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        tessel.plan.flce(*arguments)
