@@ -60,4 +60,10 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
     ``x``, ``weight`` and ``bias``; see tessel.linear_cross_entropy for the arguments."""
     options = _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap,
                        temperature)
+    if not torch.is_grad_enabled():
+        # An evaluation pass (torch.no_grad()): the loss alone, no gradient work.
+        loss, *_ = _tessel.linear_cross_entropy(
+            _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
+            grad_output_rows=None, with_gradients=False, **options)
+        return torch.from_numpy(loss)
     return LinearCrossEntropyFunction.apply(x, weight, target, bias, class_weights, options)

@@ -79,3 +79,16 @@ def test_a_model_trains():
         optimizer.step()
         losses.append(loss.item())
     assert losses[-1] < 0.8 * losses[0]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_no_grad_gives_the_same_loss_without_a_graph(reduction):
+    x, weight, target, bias, _ = make_problem(np.float64)
+    tensors = [torch.tensor(a, requires_grad=True) for a in (x, weight, bias)]
+    target = torch.tensor(target)
+    with torch.no_grad():
+        evaluated = tessel.linear_cross_entropy(*tensors[:2], target, tensors[2],
+                                                reduction=reduction)
+    trained = tessel.linear_cross_entropy(*tensors[:2], target, tensors[2], reduction=reduction)
+    assert evaluated.grad_fn is None and trained.grad_fn is not None
+    torch.testing.assert_close(evaluated, trained.detach(), rtol=0, atol=0)
