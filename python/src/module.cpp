@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,30 +36,44 @@ using InArray = nb::ndarray<nb::ro>;
 }
 
 // The tessel DType of a DLPack dtype, so that refusals name dtypes the way the rest of tessel
-// does; DType::bool_ stands for what tessel has no name for (complex, 8-bit floats).
-DType dtype_of(InArray const& a) {
+// does; none for what tessel has no name for (complex, 8-bit floats, vectors).
+std::optional<DType> dtype_of(InArray const& a) {
   auto const d = a.dtype();
-  auto const code = static_cast<nb::dlpack::dtype_code>(d.code);
-  if (d.lanes != 1) return DType::bool_;
-  switch (code) {
+  using Maybe = std::optional<DType>;
+  auto const sized = [&](Maybe b8, Maybe b16, Maybe b32, Maybe b64) -> Maybe {
+    switch (d.bits) {
+      case 8:
+        return b8;
+      case 16:
+        return b16;
+      case 32:
+        return b32;
+      case 64:
+        return b64;
+      default:
+        return std::nullopt;
+    }
+  };
+  if (d.lanes != 1) return std::nullopt;
+  switch (static_cast<nb::dlpack::dtype_code>(d.code)) {
     case nb::dlpack::dtype_code::Float:
-      return d.bits == 16 ? DType::f16 : d.bits == 32 ? DType::f32 : d.bits == 64 ? DType::f64
-                                                                                  : DType::bool_;
+      return sized(std::nullopt, DType::f16, DType::f32, DType::f64);
     case nb::dlpack::dtype_code::Bfloat:
-      return DType::bf16;
+      return sized(std::nullopt, DType::bf16, std::nullopt, std::nullopt);
     case nb::dlpack::dtype_code::Int:
-      return d.bits == 8 ? DType::i8 : d.bits == 16 ? DType::i16 : d.bits == 32 ? DType::i32
-                                                                                : DType::i64;
+      return sized(DType::i8, DType::i16, DType::i32, DType::i64);
     case nb::dlpack::dtype_code::UInt:
-      return d.bits == 8 ? DType::u8 : d.bits == 16 ? DType::u16 : d.bits == 32 ? DType::u32
-                                                                                : DType::u64;
-    default:
+      return sized(DType::u8, DType::u16, DType::u32, DType::u64);
+    case nb::dlpack::dtype_code::Bool:
       return DType::bool_;
+    default:
+      return std::nullopt;
   }
 }
 
 std::string dtype_text(InArray const& a) {
-  return std::string(tessel::dtype_name(dtype_of(a)));
+  if (auto const d = dtype_of(a)) return std::string(tessel::dtype_name(*d));
+  return sentence("DLPack type code ", int(a.dtype().code), " of ", int(a.dtype().bits), " bits");
 }
 
 // What tessel's C++ types settle at compile time, checked here on Python objects: host memory,
@@ -80,8 +95,8 @@ void check_array(InArray const& a, char const* name, std::size_t rank, char cons
   check_host(a, name);
   check_rank(a, name, rank, modes);
   if (dtype_of(a) != dtype)
-    refuse(sentence(name, " has dtype ", dtype_text(a), " but must have ", dtype_reason,
-                    " dtype ", tessel::dtype_name(dtype), "."));
+    refuse(sentence(name, " has dtype ", dtype_text(a), " but must have ", dtype_reason, " dtype ",
+                    tessel::dtype_name(dtype), "."));
 }
 
 // Tessel views over the caller's memory, with the caller's strides (in elements). FLCE reads
@@ -117,9 +132,8 @@ nb::ndarray<nb::numpy, T> new_array(std::initializer_list<std::size_t> shape) {
 template <class T>
 nb::tuple run_linear_cross_entropy(InArray const& input, InArray const& weight,
                                    InArray const& target, InArray const& bias,
-                                   tessel::flce::Options<T> options,
-                                   InArray const& class_weights, InArray const& grad_output_rows,
-                                   bool with_gradients) {
+                                   tessel::flce::Options<T> options, InArray const& class_weights,
+                                   InArray const& grad_output_rows, bool with_gradients) {
   DType const dtype = tessel::dtype_of_v<T>;
   check_array(weight, "weight", 2, "(vocab, hidden)", dtype, "input's");
   if (bias.is_valid()) {
@@ -186,19 +200,17 @@ nb::tuple linear_cross_entropy(InArray const& input, InArray const& weight, InAr
                                     .softcap = softcap,
                                     .temperature = temperature};
   };
-  switch (dtype_of(input)) {
-    case DType::f32:
-      return run_linear_cross_entropy<float>(input, weight, target, bias,
-                                             options(std::type_identity<float>{}), class_weights,
-                                             grad_output_rows, with_gradients);
-    case DType::f64:
-      return run_linear_cross_entropy<double>(input, weight, target, bias,
-                                              options(std::type_identity<double>{}), class_weights,
-                                              grad_output_rows, with_gradients);
-    default:
-      refuse(sentence("input has dtype ", dtype_text(input),
-                      "; tessel's Python module computes on f32 (float32) and f64 (float64)."));
-  }
+  std::optional<DType> const dtype = dtype_of(input);
+  if (dtype == DType::f32)
+    return run_linear_cross_entropy<float>(input, weight, target, bias,
+                                           options(std::type_identity<float>{}), class_weights,
+                                           grad_output_rows, with_gradients);
+  if (dtype == DType::f64)
+    return run_linear_cross_entropy<double>(input, weight, target, bias,
+                                            options(std::type_identity<double>{}), class_weights,
+                                            grad_output_rows, with_gradients);
+  refuse(sentence("input has dtype ", dtype_text(input),
+                  "; tessel's Python module computes on f32 (float32) and f64 (float64)."));
 }
 
 // The host plan of a call: chunk rows, chunk count and scratch bytes for the storage dtype.
@@ -210,8 +222,7 @@ nb::dict flce_host_plan(index_t bt, index_t hidden, index_t vocab, std::string_v
   d["vocab"] = plan.vocab;
   d["chunk_size"] = plan.chunk_size;
   d["num_chunks"] = plan.num_chunks;
-  d["scratch_bytes"] =
-      plan.scratch_bytes(tessel::parse_dtype(dtype), tessel::flce::Device::host);
+  d["scratch_bytes"] = plan.scratch_bytes(tessel::parse_dtype(dtype), tessel::flce::Device::host);
   return d;
 }
 
@@ -231,7 +242,8 @@ NB_MODULE(_tessel, m) {
         nb::arg("ignore_index"), nb::arg("label_smoothing"), nb::arg("lse_square_scale"),
         nb::arg("softcap"), nb::arg("temperature"), nb::arg("class_weights").none(),
         nb::arg("grad_output_rows").none(), nb::arg("with_gradients"),
-        "(loss, grad_input, grad_weight, grad_bias) of flce::forward; see tessel.linear_cross_entropy.");
+        "(loss, grad_input, grad_weight, grad_bias) of flce::forward; see "
+        "tessel.linear_cross_entropy.");
   m.def("flce_host_plan", &flce_host_plan, nb::arg("bt"), nb::arg("hidden"), nb::arg("vocab"),
         nb::arg("dtype"), "flce::make_host_plan as a dict; see tessel.plan.flce.");
 }

@@ -57,6 +57,8 @@ def call(x, weight, target, **options):
     (lambda x, w, y, b, c: call(x.astype(np.float16), w.astype(np.float16), y),
      r"input has dtype f16; tessel's Python module computes on f32 \(float32\) and f64"),
     (lambda x, w, y, b, c: call(x.astype(np.int64), w, y), r"input has dtype i64;"),
+    (lambda x, w, y, b, c: call(x.astype(np.complex64), w, y),
+     r"input has dtype DLPack type code 5 of 64 bits; tessel's Python module computes on f32"),
     (lambda x, w, y, b, c: call(x[None], w, y),
      r"input must have 2 dimensions \(rows, hidden\), got 3\."),
     (lambda x, w, y, b, c: call(x, w, y[:, None]),

@@ -92,3 +92,16 @@ def test_no_grad_gives_the_same_loss_without_a_graph(reduction):
     trained = tessel.linear_cross_entropy(*tensors[:2], target, tensors[2], reduction=reduction)
     assert evaluated.grad_fn is None and trained.grad_fn is not None
     torch.testing.assert_close(evaluated, trained.detach(), rtol=0, atol=0)
+
+
+def test_per_row_loss_summed_has_the_gradients_of_sum():
+    # loss.sum() hands backward a stride-0 (expanded) gradient: read in place as grad_output_rows.
+    x, weight, target, bias, _ = make_problem(np.float64)
+    target = torch.tensor(target)
+    gradients = []
+    for reduction in ("none", "sum"):
+        xt, wt, bt = leaves(x, weight, bias)
+        tessel.linear_cross_entropy(xt, wt, target, bt, reduction=reduction).sum().backward()
+        gradients.append([xt.grad, wt.grad, bt.grad])
+    for per_row, summed in zip(*gradients):
+        torch.testing.assert_close(per_row, summed, rtol=1e-12, atol=1e-14)

@@ -72,3 +72,11 @@ def test_torch_gradients_view_the_binding_arrays_without_a_copy():
     loss.backward()
     assert loss.dtype == torch.float32 and xt.grad.dtype == torch.float32
     assert xt.grad.is_contiguous() and xt.grad.data_ptr() != xt.data_ptr()
+
+
+def test_a_strided_target_is_read_in_place():
+    x, weight, target, _, _ = make_problem(np.float64)
+    every_other = np.repeat(target, 2)[::2]  # stride 2
+    assert not every_other.flags.c_contiguous
+    np.testing.assert_array_equal(tessel.linear_cross_entropy(x, weight, every_other).loss,
+                                  tessel.linear_cross_entropy(x, weight, target).loss)
