@@ -129,11 +129,19 @@ nb::ndarray<nb::numpy, T> new_array(std::initializer_list<std::size_t> shape) {
   return nb::ndarray<nb::numpy, T>(data, shape, owner);
 }
 
+// Which gradients to compute; each one left out is work and memory saved (a frozen LM head
+// needs no (vocab, hidden) grad_weight). None: an evaluation pass.
+struct WantedGradients {
+  bool input = false;
+  bool weight = false;
+  bool bias = false;
+};
+
 template <class T>
 nb::tuple run_linear_cross_entropy(InArray const& input, InArray const& weight,
                                    InArray const& target, InArray const& bias,
                                    tessel::flce::Options<T> options, InArray const& class_weights,
-                                   InArray const& grad_output_rows, bool with_gradients) {
+                                   InArray const& grad_output_rows, WantedGradients wanted) {
   DType const dtype = tessel::dtype_of_v<T>;
   check_array(weight, "weight", 2, "(vocab, hidden)", dtype, "input's");
   if (bias.is_valid()) {
@@ -155,22 +163,24 @@ nb::tuple run_linear_cross_entropy(InArray const& input, InArray const& weight,
   tessel::flce::Outputs<T> outputs{.loss = loss.data()};
   if (per_row) outputs.loss = tessel::make_tensor(loss.data(), tessel::make_shape(index_t(rows)));
   nb::object grad_input = nb::none(), grad_weight = nb::none(), grad_bias = nb::none();
-  if (with_gradients) {
-    // Shaped like input and weight, so that a disagreement between those two is what tessel
-    // reports.
+  // Shaped like input and weight, so that a disagreement between those two is what tessel
+  // reports.
+  if (wanted.input) {
     auto dx = new_array<T>({rows, hidden});
-    auto dw = new_array<T>({vocab, weight.shape(1)});
     outputs.grad_input =
         tessel::make_tensor(dx.data(), tessel::make_shape(index_t(rows), index_t(hidden)));
+    grad_input = nb::cast(dx);
+  }
+  if (wanted.weight) {
+    auto dw = new_array<T>({vocab, weight.shape(1)});
     outputs.grad_weight = tessel::make_tensor(
         dw.data(), tessel::make_shape(index_t(vocab), index_t(weight.shape(1))));
-    grad_input = nb::cast(dx);
     grad_weight = nb::cast(dw);
-    if (bias.is_valid()) {
-      auto db = new_array<T>({vocab});
-      outputs.grad_bias = tessel::make_tensor(db.data(), tessel::make_shape(index_t(vocab)));
-      grad_bias = nb::cast(db);
-    }
+  }
+  if (wanted.bias && bias.is_valid()) {
+    auto db = new_array<T>({vocab});
+    outputs.grad_bias = tessel::make_tensor(db.data(), tessel::make_shape(index_t(vocab)));
+    grad_bias = nb::cast(db);
   }
   auto x = matrix_view<T>(input);
   auto w = matrix_view<T>(weight);
@@ -188,7 +198,8 @@ nb::tuple linear_cross_entropy(InArray const& input, InArray const& weight, InAr
                                std::int64_t ignore_index, double label_smoothing,
                                double lse_square_scale, double softcap, double temperature,
                                InArray const& class_weights, InArray const& grad_output_rows,
-                               bool with_gradients) {
+                               bool grad_input, bool grad_weight, bool grad_bias) {
+  WantedGradients const wanted{.input = grad_input, .weight = grad_weight, .bias = grad_bias};
   check_host(input, "input");
   check_rank(input, "input", 2, "(rows, hidden)");
   check_array(target, "target", 1, "(rows)", DType::i64, "the class indices'");
@@ -204,11 +215,11 @@ nb::tuple linear_cross_entropy(InArray const& input, InArray const& weight, InAr
   if (dtype == DType::f32)
     return run_linear_cross_entropy<float>(input, weight, target, bias,
                                            options(std::type_identity<float>{}), class_weights,
-                                           grad_output_rows, with_gradients);
+                                           grad_output_rows, wanted);
   if (dtype == DType::f64)
     return run_linear_cross_entropy<double>(input, weight, target, bias,
                                             options(std::type_identity<double>{}), class_weights,
-                                            grad_output_rows, with_gradients);
+                                            grad_output_rows, wanted);
   refuse(sentence("input has dtype ", dtype_text(input),
                   "; tessel's Python module computes on f32 (float32) and f64 (float64)."));
 }
@@ -241,7 +252,8 @@ NB_MODULE(_tessel, m) {
         nb::arg("target"), nb::arg("bias").none(), nb::kw_only(), nb::arg("reduction"),
         nb::arg("ignore_index"), nb::arg("label_smoothing"), nb::arg("lse_square_scale"),
         nb::arg("softcap"), nb::arg("temperature"), nb::arg("class_weights").none(),
-        nb::arg("grad_output_rows").none(), nb::arg("with_gradients"),
+        nb::arg("grad_output_rows").none(), nb::arg("grad_input"), nb::arg("grad_weight"),
+        nb::arg("grad_bias"),
         "(loss, grad_input, grad_weight, grad_bias) of flce::forward; see "
         "tessel.linear_cross_entropy.");
   m.def("flce_host_plan", &flce_host_plan, nb::arg("bt"), nb::arg("hidden"), nb::arg("vocab"),

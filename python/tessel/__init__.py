@@ -52,7 +52,7 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
             class_weights=class_weights, temperature=temperature)
     return LinearCrossEntropyResult(*_tessel.linear_cross_entropy(
         x, weight, target, bias, class_weights=class_weights, grad_output_rows=None,
-        with_gradients=True, **_options(reduction, ignore_index, label_smoothing,
+        grad_input=True, grad_weight=True, grad_bias=True, **_options(reduction, ignore_index, label_smoothing,
                                         lse_square_scale, softcap, temperature)))
 
 

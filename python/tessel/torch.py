@@ -21,14 +21,25 @@ def _array(tensor):
     return None if tensor is None else tensor.detach()
 
 
+_NO_GRADIENTS = dict(grad_input=False, grad_weight=False, grad_bias=False)
+
+
+def _wanted(ctx):
+    # apply's arguments: x, weight, target, bias, class_weights, options.
+    needs = ctx.needs_input_grad
+    return dict(grad_input=needs[0], grad_weight=needs[1], grad_bias=needs[3])
+
+
 class LinearCrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, target, bias, class_weights, options):
         per_row = options["reduction"] == "none"
-        wants_gradients = any(ctx.needs_input_grad[i] for i in (0, 1, 3))
+        # Only what requires grad (a frozen head needs no grad_weight); none yet for reduction
+        # none, whose backward computes them.
+        wanted = _wanted(ctx) if not per_row else _NO_GRADIENTS
         loss, grad_input, grad_weight, grad_bias = _tessel.linear_cross_entropy(
             _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
-            grad_output_rows=None, with_gradients=wants_gradients and not per_row, **options)
+            grad_output_rows=None, **wanted, **options)
         ctx.options = options
         if per_row:
             ctx.save_for_backward(x, weight, target, bias, class_weights)
@@ -44,7 +55,7 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
             _, grad_input, grad_weight, grad_bias = _tessel.linear_cross_entropy(
                 _array(x), _array(weight), target, _array(bias),
                 class_weights=_array(class_weights), grad_output_rows=grad_loss.detach(),
-                with_gradients=True, **ctx.options)
+                **_wanted(ctx), **ctx.options)
             gradients = tuple(None if g is None else torch.from_numpy(g)
                               for g in (grad_input, grad_weight, grad_bias))
         else:
@@ -64,6 +75,6 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
         # An evaluation pass (torch.no_grad()): the loss alone, no gradient work.
         loss, *_ = _tessel.linear_cross_entropy(
             _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
-            grad_output_rows=None, with_gradients=False, **options)
+            grad_output_rows=None, **_NO_GRADIENTS, **options)
         return torch.from_numpy(loss)
     return LinearCrossEntropyFunction.apply(x, weight, target, bias, class_weights, options)

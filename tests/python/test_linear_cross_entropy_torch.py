@@ -105,3 +105,20 @@ def test_per_row_loss_summed_has_the_gradients_of_sum():
         gradients.append([xt.grad, wt.grad, bt.grad])
     for per_row, summed in zip(*gradients):
         torch.testing.assert_close(per_row, summed, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_a_frozen_head_gets_no_weight_gradient_and_the_same_input_gradient(reduction):
+    # tessel is asked only for what requires grad: no (vocab, hidden) grad_weight is computed.
+    x, weight, target, bias, _ = make_problem(np.float64)
+    target = torch.tensor(target)
+    results = []
+    for frozen in (True, False):
+        xt, wt, bt = leaves(x, weight, bias)
+        wt.requires_grad_(not frozen)
+        bt.requires_grad_(not frozen)
+        tessel.linear_cross_entropy(xt, wt, target, bt, reduction=reduction).sum().backward()
+        results.append((xt.grad, wt.grad, bt.grad))
+    (frozen_x, frozen_w, frozen_b), (full_x, _, _) = results
+    assert frozen_w is None and frozen_b is None
+    torch.testing.assert_close(frozen_x, full_x, rtol=0, atol=0)
