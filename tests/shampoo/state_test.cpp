@@ -269,7 +269,8 @@ Options packing_options(DType factor_dtype, bool packed) {
   return o;
 }
 
-// `variant` changes the options around the factors (preconditioner, KL-Shampoo, trace scaling).
+// `variant` changes the options around the factors (preconditioner, KL-Shampoo, trace scaling,
+// the eigendecomposition's method and tolerance).
 template <class T, class Variant = void (*)(Options&)>
 void expect_packing_changes_no_number(
     DType factor_dtype, Variant variant = [](Options&) {}) {
@@ -304,6 +305,15 @@ TEST(SymmetricPacking, EveryFactorKeepingPreconditionerStepsBitIdentically) {
       +[](Options& o) { o.preconditioner = PreconditionerType::eigenvalue_corrected; },
       +[](Options& o) { o.kl_shampoo = true; },
       +[](Options& o) { o.use_trace_scaling = true; },
+      // The warm-started decompositions read the unpacked factors too.
+      +[](Options& o) {
+        o.preconditioner = PreconditionerType::eigenvalue_corrected;
+        o.root.eigendecomposition = {EigendecompositionMethod::qr, 0.0, 2};
+      },
+      +[](Options& o) {
+        o.preconditioner = PreconditionerType::eigendecomposed;
+        o.root.eigendecomposition = {EigendecompositionMethod::eigh, 0.3, 1};
+      },
   };
   int i = 0;
   for (auto variant : variants) {

@@ -7,7 +7,12 @@ repetition each, and the table gives, per benchmark, the median real time of eac
 rounds, the ratio after/before (< 1: faster), and the load average before and after. This is how
 docs/benchmarks.md compares a change with the commit before it on a shared machine.
 
-  tools/bench/ab_compare.py BEFORE AFTER [--rounds 5] [--filter REGEX] [-- extra benchmark args]
+  tools/bench/ab_compare.py BEFORE AFTER [--rounds 5] [--filter REGEX] [--cpu-time]
+                            [-- extra benchmark args]
+
+--cpu-time compares the process's CPU time per iteration instead of the real time: for
+one-thread runs on a machine that other work shares, where waiting for a core inflates the real
+time but not the CPU time (cache and memory contention still show in both).
 
 Example (host FLCE, before = the commit a change starts from, after = the working tree):
   tools/bench/ab_compare.py /work/base/build/bench/bin/bench_flce_host \\
@@ -21,7 +26,7 @@ import subprocess
 import sys
 
 
-def run_once(binary, bench_filter, extra):
+def run_once(binary, bench_filter, extra, clock):
     args = [binary, "--benchmark_format=json", "--benchmark_repetitions=1"]
     if bench_filter:
         args.append(f"--benchmark_filter={bench_filter}")
@@ -31,8 +36,8 @@ def run_once(binary, bench_filter, extra):
     for b in json.loads(out)["benchmarks"]:
         if b.get("run_type", "iteration") != "iteration":
             continue
-        # real_time in the benchmark's own unit; the unit is kept to label the table.
-        result[b["name"]] = (float(b["real_time"]), b.get("time_unit", "ns"))
+        # The clock's time in the benchmark's own unit; the unit is kept to label the table.
+        result[b["name"]] = (float(b[clock]), b.get("time_unit", "ns"))
     return result
 
 
@@ -42,6 +47,8 @@ def main():
     p.add_argument("after")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--filter", default="")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="compare CPU time rather than real time (one-thread runs, shared machine)")
     p.add_argument("extra", nargs="*", help="arguments passed to both binaries (after --)")
     a = p.parse_args()
     load_before = os.getloadavg()
@@ -52,7 +59,8 @@ def main():
         if r % 2:
             order.reverse()
         for side, binary in order:
-            for name, (t, unit) in run_once(binary, a.filter, a.extra).items():
+            clock = "cpu_time" if a.cpu_time else "real_time"
+            for name, (t, unit) in run_once(binary, a.filter, a.extra, clock).items():
                 times[side].setdefault(name, []).append(t)
                 units[name] = unit
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
@@ -65,7 +73,7 @@ def main():
         f = statistics.median(times["after"][n])
         unit = units[n]
         print(f"{n:<{width}}  {b:>9.3f} {unit:<2}  {f:>9.3f} {unit:<2}  {f / b:>12.3f}")
-    print(f"medians of {a.rounds} interleaved rounds; load average (1, 5, 15 min) "
+    print(f"{'CPU' if a.cpu_time else 'real'} time, medians of {a.rounds} interleaved rounds; load average (1, 5, 15 min) "
           f"{load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} before, "
           f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} after")
 
