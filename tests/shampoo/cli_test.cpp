@@ -268,13 +268,12 @@ TEST(ShampooCli, SymmetricPackingResumesFromAFullStateAndSavesPacked) {
             (std::vector<index_t>{78}));
 }
 
-TEST(ShampooCli, EigendecomposedKlShampooMatchesTheLibrary) {
-  // --preconditioner eigendecomposed --kl-shampoo on a 2-D block (two modes, so KL's factor inputs
-  // differ from the gradient): three steps with an amortized one in between, bit for bit the
-  // library's, and the state with the eigendecomposition's keys.
-  REQUIRE_CLI();
+// `tessel shampoo run FLAGS` on a (4, 3) parameter (two modes, one 2-D block) for three steps of
+// gradients drawn from `seed`, against the library's optimizer with `o`: the same parameters bit
+// for bit, and the saved state equal to the optimizer's. Returns the saved state.
+StateDict expect_run_matches_library(std::string const& flags, Options const& o, unsigned seed) {
   TempDir dir;
-  std::mt19937 rng(9);
+  std::mt19937 rng(seed);
   std::normal_distribution<double> n(0.0, 1.0);
   std::vector<double> w(12), g(3 * 12);
   for (auto* v : {&w, &g})
@@ -286,11 +285,26 @@ TEST(ShampooCli, EigendecomposedKlShampooMatchesTheLibrary) {
   auto path = [&](char const* name) { return (dir / name).string(); };
   auto r = run_cli(dir, "shampoo run --param " + path("W.npy") + " --grads " + path("G.npy") +
                             " --out " + path("F.npy") + " --save-state " + path("s.safetensors") +
-                            " --preconditioner eigendecomposed --kl-shampoo --beta2 0.9"
-                            " --epsilon 1e-4 --precondition-frequency 2 --factor-dtype f64"
-                            " --target-dims 2");
-  ASSERT_EQ(r.status, 0) << r.err;
+                            " " + flags + " --target-dims 2");
+  EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
+  Shampoo<double> opt(make_plan(PlanOptions<index_t, index_t>{1024, 2, 1},
+                                std::vector<std::vector<index_t>>{{4, 3}}),
+                      o);
+  for (int t = 0; t < 3; ++t)
+    opt.step({std::span<double>(w)}, {std::span<double const>(g.data() + 12 * t, 12)});
+  if (r.status != 0) return {};
+  EXPECT_EQ(read_npy(dir / "F.npy").as<double>(), w);
+  StateDict state = load_state(dir / "s.safetensors");
+  EXPECT_TRUE(state == opt.state_dict());
+  return state;
+}
+
+TEST(ShampooCli, EigendecomposedKlShampooMatchesTheLibrary) {
+  // --preconditioner eigendecomposed --kl-shampoo on a 2-D block (two modes, so KL's factor inputs
+  // differ from the gradient): three steps with an amortized one in between, bit for bit the
+  // library's, and the state with the eigendecomposition's keys.
+  REQUIRE_CLI();
   Options o;
   o.preconditioner = PreconditionerType::eigendecomposed;
   o.kl_shampoo = true;
@@ -298,14 +312,10 @@ TEST(ShampooCli, EigendecomposedKlShampooMatchesTheLibrary) {
   o.epsilon = 1e-4;
   o.precondition_frequency = 2;
   o.factor_matrix_dtype = DType::f64;
-  Shampoo<double> opt(make_plan(PlanOptions<index_t, index_t>{1024, 2, 1},
-                                std::vector<std::vector<index_t>>{{4, 3}}),
-                      o);
-  for (int t = 0; t < 3; ++t)
-    opt.step({std::span<double>(w)}, {std::span<double const>(g.data() + 12 * t, 12)});
-  EXPECT_EQ(read_npy(dir / "F.npy").as<double>(), w);
-  StateDict const state = load_state(dir / "s.safetensors");
-  EXPECT_TRUE(state == opt.state_dict());
+  StateDict const state = expect_run_matches_library(
+      "--preconditioner eigendecomposed --kl-shampoo --beta2 0.9 --epsilon 1e-4"
+      " --precondition-frequency 2 --factor-dtype f64",
+      o, 9);
   EXPECT_TRUE(state.contains({"0", "block_0", "shampoo", "factor_matrices_eigenvalues", "1"}));
 }
 
@@ -313,37 +323,16 @@ TEST(ShampooCli, QrEigendecompositionMatchesTheLibrary) {
   // --preconditioner eigenvalue-corrected --eigendecomposition qr (DefaultSOAPConfig) with two QR
   // iterations and a tolerance: three steps bit for bit the library's, and the same state.
   REQUIRE_CLI();
-  TempDir dir;
-  std::mt19937 rng(13);
-  std::normal_distribution<double> n(0.0, 1.0);
-  std::vector<double> w(12), g(3 * 12);
-  for (auto* v : {&w, &g})
-    for (auto& x : *v) x = n(rng);
-  std::array<std::int64_t, 2> ws{4, 3};
-  std::array<std::int64_t, 3> gs{3, 4, 3};
-  write_npy(dir / "W.npy", std::span<std::int64_t const>(ws), w);
-  write_npy(dir / "G.npy", std::span<std::int64_t const>(gs), g);
-  auto path = [&](char const* name) { return (dir / name).string(); };
-  auto r = run_cli(dir, "shampoo run --param " + path("W.npy") + " --grads " + path("G.npy") +
-                            " --out " + path("F.npy") + " --save-state " + path("s.safetensors") +
-                            " --preconditioner eigenvalue-corrected --eigendecomposition qr"
-                            " --qr-max-iterations 2 --eigendecomposition-tolerance 0.01"
-                            " --beta2 0.9 --epsilon 1e-6 --factor-dtype f64 --target-dims 2");
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.err, "");
   Options o;
   o.preconditioner = PreconditionerType::eigenvalue_corrected;
   o.root.eigendecomposition = {EigendecompositionMethod::qr, 0.01, 2};
   o.beta2 = 0.9;
   o.epsilon = 1e-6;
   o.factor_matrix_dtype = DType::f64;
-  Shampoo<double> opt(make_plan(PlanOptions<index_t, index_t>{1024, 2, 1},
-                                std::vector<std::vector<index_t>>{{4, 3}}),
-                      o);
-  for (int t = 0; t < 3; ++t)
-    opt.step({std::span<double>(w)}, {std::span<double const>(g.data() + 12 * t, 12)});
-  EXPECT_EQ(read_npy(dir / "F.npy").as<double>(), w);
-  EXPECT_TRUE(load_state(dir / "s.safetensors") == opt.state_dict());
+  expect_run_matches_library(
+      "--preconditioner eigenvalue-corrected --eigendecomposition qr --qr-max-iterations 2"
+      " --eigendecomposition-tolerance 0.01 --beta2 0.9 --epsilon 1e-6 --factor-dtype f64",
+      o, 13);
 }
 
 TEST(ShampooCli, ParameterGroupsMatchTheLibrary) {
