@@ -964,6 +964,36 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     }
   }
 
+  // Spectral descent's direction of the group's blocks x: where it is (search or spare).
+  T* orthogonalized(Group& g, T const* x) {
+    // No default: a new method must say how it orthogonalizes.
+    switch (options_.orthogonalization) {
+      case OrthogonalizationMethod::newton_schulz:
+        return stages::orthogonalize(executor_, x, g.search.data(), g.spare.data(), g.count,
+                                     g.shape[0], g.shape[1], options_.newton_schulz,
+                                     g.per_slot.data());
+      case OrthogonalizationMethod::svd: {
+        std::vector<index_t> const failed =
+            stages::svd_orthogonalize(executor_, x, g.search.data(), g.count, g.shape[0],
+                                      g.shape[1], options_.svd, g.per_slot.data());
+        // Distributed Shampoo's torch.linalg.svd raises too; there is no earlier direction to
+        // keep, as a failed root keeps its previous root.
+        if (!failed.empty()) {
+          BlockPlan const& bp =
+              plan_.blocks[static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(failed[0])])];
+          tessel::detail::throw_error(detail::sentence(
+              "the SVD orthogonalization of ", detail::block_name(key_of(bp.param), bp.index),
+              " failed: eigh did not converge on its Gram matrix (a gradient with NaN or Inf "
+              "does this)."));
+        }
+        return g.search.data();
+      }
+    }
+    tessel::detail::throw_error(detail::sentence(
+        "orthogonalization ", static_cast<int>(options_.orthogonalization),
+        " is not an OrthogonalizationMethod."));
+  }
+
   // The direction each block moves along, and the per-slot scale (the grafting rescale, or 1).
   // Returns where the direction is: the (filtered) gradient itself, or one of the search buffers.
   T* search_direction(Group& g, StepScalars<T> const& s) {
@@ -995,9 +1025,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
         break;
       }
       case PreconditionerType::spectral_descent:
-        cur = stages::orthogonalize(executor_, static_cast<T const*>(x), g.search.data(),
-                                    g.spare.data(), g.count, g.shape[0], g.shape[1],
-                                    options_.newton_schulz, g.per_slot.data());
+        cur = orthogonalized(g, x);
         break;
       case PreconditionerType::sign_descent:
         assign(flat(g.search.data(), n), sign(flat(x, n)), executor_);

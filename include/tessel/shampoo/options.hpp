@@ -133,6 +133,22 @@ struct NewtonSchulzConfig {
   std::function<double(index_t d_in, index_t d_out)> scale_by_dims{};
 };
 
+// How spectral descent orthogonalizes a block (Distributed Shampoo's orthogonalization_config):
+// the Newton-Schulz iteration (NewtonSchulzOrthogonalizationConfig, the default) or the exact
+// U V^T of the reduced SVD (SVDOrthogonalizationConfig).
+enum class OrthogonalizationMethod { newton_schulz, svd };
+
+// The exact orthogonalization (SVDOrthogonalizationConfig): U V^T of G = U S V^T, multiplied by
+// the nuclear norm sum(S) when scale_by_nuclear_norm, then by scale_by_dims(d_in, d_out) when it is
+// set. tessel forms U V^T = G (G^T G)^(-1/2) (tall G; (G G^T)^(-1/2) G when wide) from the
+// eigendecomposition of the smaller Gram matrix (step/orthogonalize.hpp), with eigenvalues at or
+// below max(rows, cols) * eps * largest taken as 0: singular values that small give no direction,
+// where an SVD would pair them with arbitrary singular vectors (a zero gradient gives 0).
+struct SvdOrthogonalizationConfig {
+  bool scale_by_nuclear_norm = false;
+  std::function<double(index_t d_in, index_t d_out)> scale_by_dims{};
+};
+
 // decoupled: the update gains weight_decay * w; l2: the gradient does, before preconditioning;
 // corrected: the update gains weight_decay * (lr / peak_lr) * w, and independent:
 // (weight_decay / peak_lr) * w, with peak_lr the lr the optimizer was built with (Distributed
@@ -196,7 +212,10 @@ struct Options {
   bool use_trace_scaling = false;
   double trace_scaling_exponent = 0.5;  // in (0, 1]
   PreconditionerType preconditioner = PreconditionerType::shampoo;
-  NewtonSchulzConfig newton_schulz{};  // spectral descent's orthogonalization
+  // Spectral descent's orthogonalization: the method, and the settings of each.
+  OrthogonalizationMethod orthogonalization = OrthogonalizationMethod::newton_schulz;
+  NewtonSchulzConfig newton_schulz{};
+  SvdOrthogonalizationConfig svd{};
   // KL-Shampoo (Distributed Shampoo's RootInvKLShampooPreconditionerConfig and
   // EigendecomposedKLShampooPreconditionerConfig, with shampoo and eigendecomposed): factor k
   // accumulates the outer products of the gradient preconditioned along the block's other modes
@@ -243,6 +262,16 @@ inline std::string_view eigendecomposition_name(EigendecompositionMethod m) {
       return "eigh";
     case EigendecompositionMethod::qr:
       return "the QR iteration";
+  }
+  return "unknown";
+}
+
+inline std::string_view orthogonalization_name(OrthogonalizationMethod m) {
+  switch (m) {
+    case OrthogonalizationMethod::newton_schulz:
+      return "Newton-Schulz";
+    case OrthogonalizationMethod::svd:
+      return "SVD";
   }
   return "unknown";
 }
@@ -358,9 +387,25 @@ inline std::vector<std::string> ignored_options(Options const& o) {
                       o.newton_schulz.a != ns_default.a || o.newton_schulz.b != ns_default.b ||
                       o.newton_schulz.c != ns_default.c ||
                       static_cast<bool>(o.newton_schulz.scale_by_dims);
-  if (o.preconditioner != PreconditionerType::spectral_descent && ns_set)
+  bool const spectral = o.preconditioner == PreconditionerType::spectral_descent;
+  if (!spectral && o.orthogonalization != d.orthogonalization)
+    note("orthogonalization ", orthogonalization_name(o.orthogonalization),
+         " has no effect with ", preconditioner_name(o.preconditioner),
+         " (spectral descent uses it).");
+  if (!spectral && ns_set)
     note("the newton_schulz settings have no effect with ", preconditioner_name(o.preconditioner),
          " (spectral descent uses them).");
+  if (spectral && ns_set && o.orthogonalization != OrthogonalizationMethod::newton_schulz)
+    note("the newton_schulz settings have no effect with ",
+         orthogonalization_name(o.orthogonalization),
+         " orthogonalization (Newton-Schulz orthogonalization uses them).");
+  bool const svd_set = o.svd.scale_by_nuclear_norm || static_cast<bool>(o.svd.scale_by_dims);
+  if (!spectral && svd_set)
+    note("the svd settings have no effect with ", preconditioner_name(o.preconditioner),
+         " (spectral descent uses them).");
+  if (spectral && svd_set && o.orthogonalization != OrthogonalizationMethod::svd)
+    note("the svd settings have no effect with ", orthogonalization_name(o.orthogonalization),
+         " orthogonalization (SVD orthogonalization uses them).");
   IterateAveragingConfig const& av = o.averaging;
   IterateAveragingConfig const av_default{};
   if (av.type != AveragingType::generalized_primal &&
@@ -580,6 +625,16 @@ inline void validate(Options const& o) {
   }
   if (!known_averaging)
     bad("iterate averaging type ", static_cast<int>(av.type), " is not an AveragingType.");
+  bool known_orthogonalization = false;
+  switch (o.orthogonalization) {
+    case OrthogonalizationMethod::newton_schulz:
+    case OrthogonalizationMethod::svd:
+      known_orthogonalization = true;
+      break;
+  }
+  if (!known_orthogonalization)
+    bad("orthogonalization ", static_cast<int>(o.orthogonalization),
+        " is not an OrthogonalizationMethod.");
   NewtonSchulzConfig const& ns = o.newton_schulz;
   if (ns.num_iterations < 0)
     bad("newton_schulz num_iterations must be >= 0, got ", ns.num_iterations, ".");
