@@ -246,6 +246,8 @@ struct RunOptions {
   bool symmetric_packing = false;
   std::string trace_exponent = "0.5";
   std::string ns_iterations = "5", ns_coefficients = "3.4445,-4.775,2.0315";
+  std::string orthogonalization = "newton-schulz";
+  bool svd_nuclear_norm = false;
   std::string averaging = "none", eval_interp = "0.9", train_interp = "0.8", lr_power = "2";
   std::vector<std::string> groups;  // --group "P[,P...] FLAGS"
 };
@@ -389,6 +391,14 @@ shampoo::Options to_options(RunOptions const& r) {
   o.newton_schulz.a = abc[0];
   o.newton_schulz.b = abc[1];
   o.newton_schulz.c = abc[2];
+  if (r.orthogonalization == "newton-schulz")
+    o.orthogonalization = shampoo::OrthogonalizationMethod::newton_schulz;
+  else if (r.orthogonalization == "svd")
+    o.orthogonalization = shampoo::OrthogonalizationMethod::svd;
+  else
+    detail::throw_error(detail::sentence("--orthogonalization must be newton-schulz or svd, got \"",
+                                         r.orthogonalization, "\"."));
+  o.svd.scale_by_nuclear_norm = r.svd_nuclear_norm;
   for (auto const& text : r.exponent_overrides)
     add_exponent_override(text, o.inverse_exponent_override);
   o.factor_matrix_dtype = parse_dtype(r.factor_dtype);
@@ -497,6 +507,12 @@ void add_step_options(CLI::App& cmd, RunOptions& run) {
   cmd.add_option("--newton-schulz-coefficients", run.ns_coefficients,
                  "a,b,c of X <- a X + b (X X^T) X + c (X X^T)^2 X")
       ->capture_default_str();
+  cmd.add_option("--orthogonalization", run.orthogonalization,
+                 "spectral-descent's U V^T: newton-schulz (the iteration) or svd (exact, from "
+                 "the eigendecomposition of the Gram matrix)")
+      ->capture_default_str();
+  cmd.add_flag("--svd-scale-by-nuclear-norm", run.svd_nuclear_norm,
+               "With --orthogonalization svd: multiply U V^T by the nuclear norm sum(S)");
 }
 
 // The parameters and their gradient files, read and checked before any step.
