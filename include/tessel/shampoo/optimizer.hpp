@@ -977,21 +977,23 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
             stages::svd_orthogonalize(executor_, x, g.search.data(), g.count, g.shape[0],
                                       g.shape[1], options_.svd, g.per_slot.data());
         // Distributed Shampoo's torch.linalg.svd raises too; there is no earlier direction to
-        // keep, as a failed root keeps its previous root.
+        // keep, as a failed root keeps its previous root. Non-finite gradients are refused before
+        // the step, so what is left is a Gram matrix that overflows.
         if (!failed.empty()) {
           BlockPlan const& bp =
               plan_.blocks[static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(failed[0])])];
           tessel::detail::throw_error(detail::sentence(
               "the SVD orthogonalization of ", detail::block_name(key_of(bp.param), bp.index),
-              " failed: eigh did not converge on its Gram matrix (a gradient with NaN or Inf "
-              "does this)."));
+              " failed: eigh did not converge on its Gram matrix (a gradient whose squares "
+              "overflow ",
+              dtype_name(dtype_of_v<T>), " does this)."));
         }
         return g.search.data();
       }
     }
-    tessel::detail::throw_error(detail::sentence(
-        "orthogonalization ", static_cast<int>(options_.orthogonalization),
-        " is not an OrthogonalizationMethod."));
+    tessel::detail::throw_error(detail::sentence("orthogonalization ",
+                                                 static_cast<int>(options_.orthogonalization),
+                                                 " is not an OrthogonalizationMethod."));
   }
 
   // The direction each block moves along, and the per-slot scale (the grafting rescale, or 1).

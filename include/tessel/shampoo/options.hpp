@@ -389,9 +389,8 @@ inline std::vector<std::string> ignored_options(Options const& o) {
                       static_cast<bool>(o.newton_schulz.scale_by_dims);
   bool const spectral = o.preconditioner == PreconditionerType::spectral_descent;
   if (!spectral && o.orthogonalization != d.orthogonalization)
-    note("orthogonalization ", orthogonalization_name(o.orthogonalization),
-         " has no effect with ", preconditioner_name(o.preconditioner),
-         " (spectral descent uses it).");
+    note("orthogonalization ", orthogonalization_name(o.orthogonalization), " has no effect with ",
+         preconditioner_name(o.preconditioner), " (spectral descent uses it).");
   if (!spectral && ns_set)
     note("the newton_schulz settings have no effect with ", preconditioner_name(o.preconditioner),
          " (spectral descent uses them).");
