@@ -335,6 +335,22 @@ TEST(ShampooCli, QrEigendecompositionMatchesTheLibrary) {
       o, 13);
 }
 
+TEST(ShampooCli, SvdOrthogonalizationMatchesTheLibrary) {
+  // --orthogonalization svd --svd-scale-by-nuclear-norm (SVDOrthogonalizationConfig with
+  // scale_by_nuclear_norm) on the (4, 3) block, with momentum: three steps bit for bit the
+  // library's, and the same state.
+  REQUIRE_CLI();
+  Options o;
+  o.preconditioner = PreconditionerType::spectral_descent;
+  o.orthogonalization = OrthogonalizationMethod::svd;
+  o.svd.scale_by_nuclear_norm = true;
+  o.momentum = 0.5;
+  expect_run_matches_library(
+      "--preconditioner spectral-descent --orthogonalization svd --svd-scale-by-nuclear-norm"
+      " --momentum 0.5",
+      o, 17);
+}
+
 TEST(ShampooCli, ParameterGroupsMatchTheLibrary) {
   // --group: parameter 0 with spectral descent on 2-D blocks and its own lr, parameter 2 with
   // sign descent, parameter 1 (named by no group) with the run's options; bit for bit the
@@ -468,6 +484,8 @@ TEST(ShampooCli, SeveralParameterAndOverrideErrors) {
   r = run_cli(dir, one + " --newton-schulz-coefficients 3,-3.2");
   EXPECT_EQ(r.err,
             "tessel: --newton-schulz-coefficients \"3,-3.2\" has 2 numbers; give three: a,b,c.\n");
+  r = run_cli(dir, one + " --orthogonalization qr");
+  EXPECT_EQ(r.err, "tessel: --orthogonalization must be newton-schulz or svd, got \"qr\".\n");
   r = run_cli(dir, one + " --load-state " + (dir / "missing.safetensors").string());
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("missing.safetensors"), std::string::npos) << r.err;

@@ -177,6 +177,170 @@ TEST(SpectralDescent, FilteredGradientGraftingAndFloatFollowTheShampooStep) {
   EXPECT_TRUE(copy.state_dict() == state);
 }
 
+// U V^T of the reduced SVD G = U S V^T over the singular values above 1e-10 S_max (a block of
+// rank r gives U_r V_r^T), times sum(S) when scale_by_nuclear_norm: Distributed Shampoo's
+// svd_orthogonalization, from Eigen's JacobiSVD, independent of tessel's eigh route.
+Matrix svd_orthogonalization(Matrix const& g, index_t rows, index_t cols,
+                             bool scale_by_nuclear_norm) {
+  using Dense = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Dense const a = Eigen::Map<Dense const>(g.data(), rows, cols);
+  Eigen::JacobiSVD<Dense> svd(a, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  Eigen::VectorXd const s = svd.singularValues();
+  Eigen::Index rank = 0;
+  while (rank < s.size() && s(rank) > 1e-10 * s(0)) ++rank;
+  Dense uv = svd.matrixU().leftCols(rank) * svd.matrixV().leftCols(rank).transpose();
+  if (scale_by_nuclear_norm) uv *= s.head(rank).sum();
+  return Matrix(uv.data(), uv.data() + uv.size());
+}
+
+// An (rows, cols) matrix of rank `rank` (rows x rank times rank x cols random factors).
+Matrix low_rank(index_t rows, index_t cols, index_t rank, unsigned seed) {
+  Matrix const a = random_values(static_cast<std::size_t>(rows * rank), seed);
+  Matrix const b = random_values(static_cast<std::size_t>(rank * cols), seed + 1);
+  return multiply(a, b, rows, rank, cols);
+}
+
+Options svd_options(bool scale_by_nuclear_norm) {
+  Options o;
+  o.preconditioner = PreconditionerType::spectral_descent;
+  o.orthogonalization = OrthogonalizationMethod::svd;
+  o.svd.scale_by_nuclear_norm = scale_by_nuclear_norm;
+  o.beta1 = 0.0;
+  o.lr = 0.1;
+  return o;
+}
+
+TEST(SvdOrthogonalization, OneStepIsUVTransposeOfTallWideSquareAndRankDeficientBlocks) {
+  struct Case {
+    index_t rows, cols;
+    Matrix g;
+  };
+  std::vector<Case> const cases{{7, 4, random_values(28, 21)}, {3, 6, random_values(18, 22)},
+                                {5, 5, random_values(25, 23)}, {6, 4, low_rank(6, 4, 2, 24)},
+                                {3, 5, low_rank(3, 5, 1, 26)}, {4, 4, low_rank(4, 4, 3, 28)},
+                                {4, 3, Matrix(12, 0.0)}};
+  for (bool nuclear : {false, true})
+    for (auto const& [rows, cols, g] : cases) {
+      Options const o = svd_options(nuclear);
+      Shampoo<double> opt(plan_for({{rows, cols}}), o);
+      std::vector<double> w = random_values(g.size(), 1);
+      std::vector<double> const w0 = w;
+      opt.step({std::span<double>(w)}, {std::span<double const>(g)});
+      Matrix const want = svd_orthogonalization(g, rows, cols, nuclear);
+      double scale = 1.0;
+      for (double v : want) scale = std::max(scale, std::abs(v));
+      for (std::size_t i = 0; i < g.size(); ++i)
+        EXPECT_NEAR((w0[i] - w[i]) / 0.1, want[i], 1e-11 * scale)
+            << rows << "x" << cols << " nuclear " << nuclear << " element " << i;
+    }
+}
+
+TEST(SvdOrthogonalization, MomentumFilteringAndScaleByDimsFollowTheStep) {
+  // beta1 0.9 (the bias-corrected filtered gradient is orthogonalized), momentum 0.5 with
+  // dampening 0.25, scale_by_dims sqrt(max(1, d_out / d_in)) after the nuclear norm: three steps
+  // against the reference.
+  index_t const rows = 6, cols = 3;
+  Options o = svd_options(true);
+  o.beta1 = 0.9;
+  o.momentum = 0.5;
+  o.dampening = 0.25;
+  o.svd.scale_by_dims = [](index_t d_in, index_t d_out) {
+    return std::sqrt(std::max(1.0, static_cast<double>(d_out) / static_cast<double>(d_in)));
+  };
+  Shampoo<double> opt(plan_for({{rows, cols}}), o);
+  auto const n = static_cast<std::size_t>(rows * cols);
+  std::vector<double> w = random_values(n, 30), want = w;
+  Matrix filtered(n, 0.0), momentum(n, 0.0);
+  for (int t = 1; t <= 3; ++t) {
+    std::vector<double> const g = random_values(n, 30 + static_cast<unsigned>(t));
+    opt.step({std::span<double>(w)}, {std::span<double const>(g)});
+    Matrix block(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      filtered[i] = 0.9 * filtered[i] + 0.1 * g[i];
+      block[i] = filtered[i] / (1.0 - std::pow(0.9, t));
+    }
+    Matrix const d = svd_orthogonalization(block, rows, cols, true);
+    for (std::size_t i = 0; i < n; ++i) {
+      momentum[i] = 0.5 * momentum[i] + 0.75 * std::sqrt(2.0) * d[i];
+      want[i] -= 0.1 * momentum[i];
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      EXPECT_NEAR(w[i], want[i], 1e-11 * std::max(1.0, std::abs(want[i])))
+          << "step " << t << " element " << i;
+  }
+}
+
+TEST(SvdOrthogonalization, AddsNoStateAndResumesBitForBit) {
+  index_t const rows = 5, cols = 3;
+  Options o = svd_options(true);
+  o.beta1 = 0.9;
+  o.momentum = 0.5;
+  Options ns = o;
+  ns.orthogonalization = OrthogonalizationMethod::newton_schulz;
+  ns.svd = {};
+  auto const n = static_cast<std::size_t>(rows * cols);
+  std::vector<double> w = random_values(n, 40), g = random_values(n, 41);
+  Shampoo<double> opt(plan_for({{rows, cols}}), o), newton(plan_for({{rows, cols}}), ns);
+  std::vector<double> w_ns = w;
+  opt.step({std::span<double>(w)}, {std::span<double const>(g)});
+  newton.step({std::span<double>(w_ns)}, {std::span<double const>(g)});
+  auto const state = opt.state_dict();
+  // The same keys as Newton-Schulz's: the filtered gradient and the momentum, nothing of its own.
+  std::vector<StateKey> keys, ns_keys;
+  for (auto const& [key, tensor] : state) keys.push_back(key);
+  for (auto const& [key, tensor] : newton.state_dict()) ns_keys.push_back(key);
+  EXPECT_EQ(keys, ns_keys);
+  Shampoo<double> resumed(plan_for({{rows, cols}}), o);
+  resumed.load_state_dict(state);
+  std::vector<double> w_resumed = w;
+  std::vector<double> const g2 = random_values(n, 42);
+  opt.step({std::span<double>(w)}, {std::span<double const>(g2)});
+  resumed.step({std::span<double>(w_resumed)}, {std::span<double const>(g2)});
+  EXPECT_EQ(w_resumed, w);
+  EXPECT_TRUE(resumed.state_dict() == opt.state_dict());
+}
+
+TEST(SvdOrthogonalization, SettingsAreValidatedAndWarnedWhereUnused) {
+  Options svd_with_ns = svd_options(false);
+  svd_with_ns.newton_schulz.num_iterations = 3;
+  EXPECT_EQ(ignored_options(svd_with_ns),
+            std::vector<std::string>{"the newton_schulz settings have no effect with SVD "
+                                     "orthogonalization (Newton-Schulz orthogonalization uses "
+                                     "them)."});
+  Options ns_with_svd;
+  ns_with_svd.preconditioner = PreconditionerType::spectral_descent;
+  ns_with_svd.svd.scale_by_nuclear_norm = true;
+  EXPECT_EQ(ignored_options(ns_with_svd),
+            std::vector<std::string>{"the svd settings have no effect with Newton-Schulz "
+                                     "orthogonalization (SVD orthogonalization uses them)."});
+  Options sign = svd_options(true);
+  sign.preconditioner = PreconditionerType::sign_descent;
+  EXPECT_EQ(
+      ignored_options(sign),
+      (std::vector<std::string>{
+          "orthogonalization SVD has no effect with sign descent (spectral descent uses "
+          "it).",
+          "the svd settings have no effect with sign descent (spectral descent uses them)."}));
+  EXPECT_EQ(ignored_options(svd_options(true)), std::vector<std::string>{});
+  Options v = svd_options(false);
+  v.orthogonalization = static_cast<OrthogonalizationMethod>(5);
+  EXPECT_EQ(error_of([&] { validate(v); }),
+            "orthogonalization 5 is not an OrthogonalizationMethod.");
+}
+
+TEST(SvdOrthogonalization, AGramMatrixThatOverflowsIsRefusedNamingTheBlock) {
+  // Finite gradients whose squares overflow float: eigh refuses the Gram matrix, the step throws
+  // naming the block, and the parameters keep their values.
+  Shampoo<float> overflowing(plan_for({{4, 3}}), svd_options(false));
+  std::vector<float> w(12, 1.0f), g(12, 1e30f);
+  g[3] = -2e30f;
+  EXPECT_EQ(
+      error_of([&] { overflowing.step({std::span<float>(w)}, {std::span<float const>(g)}); }),
+      "the SVD orthogonalization of parameter 0, block 0 failed: eigh did not converge on its "
+      "Gram matrix (a gradient whose squares overflow f32 does this).");
+  EXPECT_EQ(w, std::vector<float>(12, 1.0f));
+}
+
 TEST(SignDescent, TheDirectionIsTheSignOfTheFilteredGradient) {
   Options o;
   o.preconditioner = PreconditionerType::sign_descent;
