@@ -12,11 +12,11 @@
 // one dense decomposition tessel already runs batched on the host (LAPACK or Eigen) and on a GPU
 // (cuSOLVER), and the inverse root of a symmetric matrix is what the Shampoo roots compute
 // (roots/eigen.hpp, reused here). The price: the Gram matrix squares the condition number, so
-// singular values below about sqrt(n eps) S_max (n = max(rows, cols)) are lost to rounding: about
-// 1e-8 S_max in double, but 3e-4 S_max in float. Eigenvalues at or below n eps lambda_max are
-// therefore taken as 0 (the pseudo-inverse root): those directions give 0, as U V^T restricted to
-// the nonzero singular values does. Cost per block: one syrk, one eigh and two gemms of the k x k
-// Gram matrix (k = min(rows, cols)), one gemm with G.
+// singular values below about sqrt(n eps) S_max (n = max(rows, cols)) are lost to rounding:
+// sqrt(n) 1.5e-8 S_max in double, but sqrt(n) 3.5e-4 S_max in float. Eigenvalues at or below n eps
+// lambda_max are therefore taken as 0 (the pseudo-inverse root): those directions give 0, as U V^T
+// restricted to the nonzero singular values does. Cost per block: one syrk, one eigh and two gemms
+// of the k x k Gram matrix (k = min(rows, cols)), one gemm with G.
 #pragma once
 
 #include <algorithm>
