@@ -496,8 +496,9 @@ ShiftedExp<S> exp_shifted_in_place(S* x, index_t n) {
   if (!math::isfinite(m)) return {m, std::numeric_limits<S>::quiet_NaN()};
   DstEval<S, 1> const out{x, 1, {}};
   using Shifted = MapEval<ops::Sub, LeafEval<S, 1>, ScalarEval<S>>;
-  detail::run_elementwise(out, MapEval<ops::Exp, Shifted>{{}, {Shifted{{}, {row, ScalarEval<S>{m}}}}},
-                          0, n, {.contiguous = true});
+  detail::run_elementwise(out,
+                          MapEval<ops::Exp, Shifted>{{}, {Shifted{{}, {row, ScalarEval<S>{m}}}}}, 0,
+                          n, {.contiguous = true});
   return {m, detail::reduce_run(SumOp<S>{}, row, 0, n, 0, true)};
 }
 
@@ -507,8 +508,8 @@ void scale_in_place(S* x, index_t n, S factor) {
   LeafEval<S, 1> const row{x, 1, {}};
   detail::run_elementwise(
       DstEval<S, 1>{x, 1, {}},
-      MapEval<ops::Mul, LeafEval<S, 1>, ScalarEval<S>>{{}, {row, ScalarEval<S>{factor}}},
-      0, n, {.contiguous = true});
+      MapEval<ops::Mul, LeafEval<S, 1>, ScalarEval<S>>{{}, {row, ScalarEval<S>{factor}}}, 0, n,
+      {.contiguous = true});
 }
 
 }  // namespace tessel::exec
