@@ -120,9 +120,13 @@ TEST(DeviceShampoo, MatchesTheHostWithCoupledNewton) {
   EXPECT_LT(compare(o, 6), 1e-4);
 }
 
-// The QR iteration (exec/cuda/qr.cuh: cuSOLVER ?geqrf + ?orgqr) with eigenvalue-corrected and
-// eigendecomposed Shampoo, and eigh's tolerance. Not yet run on a GPU.
-TEST(DeviceShampoo, MatchesTheHostWithTheQrIterationAndEighTolerance) {
+// Eigenvalue-corrected and eigendecomposed Shampoo with eigh, the QR iteration (exec/cuda/qr.cuh:
+// cuSOLVER ?geqrf + ?orgqr) and eigh's tolerance. Preconditioning starts at step 5, once every
+// factor has full rank: before that the eigenbasis of the zero eigenvalues is arbitrary and
+// eigenvalue correction divides rounding noise by its own size, so even the host's float and double
+// steps differ by 2e-3 (they agree to 5e-6 from step 5; the QR and tolerance options move the
+// double result by 1e-3 to 6e-3, so 1e-4 tells them apart).
+TEST(DeviceShampoo, MatchesTheHostWithEigenvalueCorrectionQrIterationAndEighTolerance) {
   TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
   for (auto type :
        {PreconditionerType::eigenvalue_corrected, PreconditionerType::eigendecomposed}) {
@@ -130,10 +134,12 @@ TEST(DeviceShampoo, MatchesTheHostWithTheQrIterationAndEighTolerance) {
     o.epsilon = 1e-6;
     o.beta2 = 0.99;
     o.preconditioner = type;
+    o.start_preconditioning_step = 5;
+    EXPECT_LT(compare(o, 8), 1e-4) << "eigh, preconditioner " << static_cast<int>(type);
     o.root.eigendecomposition = {EigendecompositionMethod::qr, 0.01, 2};
-    EXPECT_LT(compare(o, 5), 1e-4);
+    EXPECT_LT(compare(o, 8), 1e-4) << "QR iteration, preconditioner " << static_cast<int>(type);
     o.root.eigendecomposition = {EigendecompositionMethod::eigh, 0.3, 1};
-    EXPECT_LT(compare(o, 5), 1e-4);
+    EXPECT_LT(compare(o, 8), 1e-4) << "eigh tolerance, preconditioner " << static_cast<int>(type);
   }
 }
 
