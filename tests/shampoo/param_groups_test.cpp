@@ -3,6 +3,7 @@
 // group changes no group; and its construction and state checks name the group or parameter.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -133,6 +134,31 @@ TEST(ParamGroups, ARefusalInOneGroupChangesNoGroupAndNamesTheCallersParameter) {
             "the gradient of parameter 1 has the value nan at element 2; gradients must be "
             "finite.");
   EXPECT_EQ(w, w0);
+}
+
+TEST(ParamGroups, AnSvdThatFailsInALaterGroupMovesNoGroup) {
+  // Spectral descent by SVD in the group that steps last, on a finite gradient whose squares
+  // overflow float: eigh refuses its Gram matrix. The direction is computed while the groups
+  // accumulate, so the refusal comes before the first group's parameters move.
+  auto groups = model_groups();
+  std::swap(groups[0], groups[1]);
+  groups[1].options.orthogonalization = OrthogonalizationMethod::svd;
+  GroupedShampoo<float> grouped(shapes, groups);
+  std::vector<std::vector<float>> w, g;
+  for (std::size_t p = 0; p < shapes.size(); ++p) {
+    w.push_back(random_values(numel(shapes[p]), 1 + p));
+    g.push_back(random_values(numel(shapes[p]), 7 + p, 0.1f));
+  }
+  std::fill(g[2].begin(), g[2].end(), 1e30f);
+  g[2][3] = -2e30f;
+  auto const w0 = w;
+  EXPECT_EQ(error_of([&] {
+              grouped.step(std::vector<std::span<float>>(w.begin(), w.end()),
+                           std::vector<std::span<float const>>(g.begin(), g.end()));
+            }),
+            "the SVD orthogonalization of parameter 2, block 0 failed: eigh did not converge on "
+            "its Gram matrix (a gradient whose squares overflow f32 does this).");
+  EXPECT_EQ(w, w0);  // group 0's embedding and bias did not move either
 }
 
 TEST(ParamGroups, ConstructionAndStateErrorsNameTheGroupOrParameter) {

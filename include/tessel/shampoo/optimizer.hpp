@@ -679,6 +679,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     if (s.amortized) amortize(g, values, s);
     if (options_.preconditioner == PreconditionerType::eigenvalue_corrected)
       accumulate_corrected_eigenvalues(g, s);
+    if (options_.preconditioner == PreconditionerType::spectral_descent &&
+        options_.orthogonalization == OrthogonalizationMethod::svd && !s.grafting_only)
+      svd_direction(g);
     for (std::size_t j = 0; j < g.modes.size(); ++j) {
       auto& m = g.modes[j];
       if (m.factors_as_t()) continue;
@@ -755,6 +758,27 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     auto const v = flat(g.corrected.data(), n);
     auto const r = flat(cur, n);
     assign(v, s.beta2 * v + s.weight * r * r, executor_);
+  }
+
+  // Spectral descent by SVD: the direction U V^T of the group's filtered gradients into g.search,
+  // computed while the step accumulates (the direction depends on nothing the update phase
+  // changes) so that a Gram matrix eigh cannot decompose refuses the step before any parameter of
+  // any group moves. Distributed Shampoo's torch.linalg.svd raises too; there is no earlier
+  // direction to keep, as a failed root keeps its previous root. Non-finite gradients are refused
+  // before the step, so what is left is a Gram matrix that overflows.
+  void svd_direction(Group& g) {
+    T const* x = options_.beta1 != 0.0 ? g.direction.data() : g.grad.data();
+    std::vector<index_t> const failed =
+        stages::svd_orthogonalize(executor_, x, g.search.data(), g.count, g.shape[0], g.shape[1],
+                                  options_.svd, g.per_slot.data());
+    for (index_t slot : failed) {
+      BlockPlan const& bp =
+          plan_.blocks[static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(slot)])];
+      g.errors[static_cast<std::size_t>(slot)] = detail::sentence(
+          "the SVD orthogonalization of ", detail::block_name(key_of(bp.param), bp.index),
+          " failed: eigh did not converge on its Gram matrix (a gradient whose squares overflow ",
+          dtype_name(dtype_of_v<T>), " does this).");
+    }
   }
 
   // What a warm-started eigendecomposition of mode j decomposes, as Distributed Shampoo's
@@ -972,24 +996,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
         return stages::orthogonalize(executor_, x, g.search.data(), g.spare.data(), g.count,
                                      g.shape[0], g.shape[1], options_.newton_schulz,
                                      g.per_slot.data());
-      case OrthogonalizationMethod::svd: {
-        std::vector<index_t> const failed =
-            stages::svd_orthogonalize(executor_, x, g.search.data(), g.count, g.shape[0],
-                                      g.shape[1], options_.svd, g.per_slot.data());
-        // Distributed Shampoo's torch.linalg.svd raises too; there is no earlier direction to
-        // keep, as a failed root keeps its previous root. Non-finite gradients are refused before
-        // the step, so what is left is a Gram matrix that overflows.
-        if (!failed.empty()) {
-          BlockPlan const& bp =
-              plan_.blocks[static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(failed[0])])];
-          tessel::detail::throw_error(detail::sentence(
-              "the SVD orthogonalization of ", detail::block_name(key_of(bp.param), bp.index),
-              " failed: eigh did not converge on its Gram matrix (a gradient whose squares "
-              "overflow ",
-              dtype_name(dtype_of_v<T>), " does this)."));
-        }
-        return g.search.data();
-      }
+      case OrthogonalizationMethod::svd:
+        return g.search.data();  // svd_direction wrote it in accumulate()
     }
     tessel::detail::throw_error(detail::sentence("orthogonalization ",
                                                  static_cast<int>(options_.orthogonalization),
