@@ -335,6 +335,24 @@ TEST(ShampooCli, QrEigendecompositionMatchesTheLibrary) {
       o, 13);
 }
 
+TEST(ShampooCli, IgnoredBasisChangeDimsMatchTheLibrary) {
+  // --ignored-basis-change-dims 2=1: eigenvalue-corrected Shampoo rotates only the rows of the
+  // 2-D block; three steps bit for bit the library's, and the state has one factor.
+  REQUIRE_CLI();
+  Options o;
+  o.preconditioner = PreconditionerType::eigenvalue_corrected;
+  o.ignored_basis_change_dims[2] = {1};
+  o.beta2 = 0.9;
+  o.epsilon = 1e-6;
+  o.factor_matrix_dtype = DType::f64;
+  StateDict const state = expect_run_matches_library(
+      "--preconditioner eigenvalue-corrected --ignored-basis-change-dims 2=1 --beta2 0.9"
+      " --epsilon 1e-6 --factor-dtype f64",
+      o, 19);
+  EXPECT_TRUE(state.contains({"0", "block_0", "shampoo", "factor_matrices_eigenvectors", "0"}));
+  EXPECT_FALSE(state.contains({"0", "block_0", "shampoo", "factor_matrices_eigenvectors", "1"}));
+}
+
 TEST(ShampooCli, SvdOrthogonalizationMatchesTheLibrary) {
   // --orthogonalization svd --svd-scale-by-nuclear-norm (SVDOrthogonalizationConfig with
   // scale_by_nuclear_norm) on the (4, 3) block, with momentum: three steps bit for bit the
@@ -477,6 +495,14 @@ TEST(ShampooCli, SeveralParameterAndOverrideErrors) {
   EXPECT_EQ(r.err,
             "tessel: --inverse-exponent-override gives order 2 twice; give each order one "
             "ORDER=EXPONENT, or ORDER:DIM=EXPONENT items with distinct dimensions.\n");
+  r = run_cli(dir, one + " --ignored-basis-change-dims 2");
+  EXPECT_EQ(r.err,
+            "tessel: --ignored-basis-change-dims \"2\" must read ORDER=DIM or "
+            "ORDER=DIM,DIM,...\n");
+  r = run_cli(dir, one + " --ignored-basis-change-dims 2=0 --ignored-basis-change-dims 2=1");
+  EXPECT_EQ(r.err,
+            "tessel: --ignored-basis-change-dims gives order 2 twice; list its dimensions in one "
+            "ORDER=DIM,DIM,...\n");
   r = run_cli(dir, one + " --preconditioner muon");
   EXPECT_EQ(r.err,
             "tessel: --preconditioner must be shampoo, eigendecomposed, spectral-descent, "

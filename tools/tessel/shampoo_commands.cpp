@@ -234,6 +234,7 @@ struct RunOptions {
   std::string grafting = "none", grafting_beta2, grafting_epsilon = "1e-10";
   std::string root_method = "eigen", target_dims = "1", factor_dtype = "f32";
   std::vector<std::string> exponent_overrides;
+  std::vector<std::string> ignored_basis_change_dims;  // "ORDER=DIM[,DIM...]"
   bool pseudo_inverse = false;
   std::string rank_atol = "0", rank_rtol = "0";
   std::string perturb = "true", retry_double = "true";
@@ -280,6 +281,26 @@ void add_exponent_override(std::string const& text, shampoo::InverseExponentOver
     detail::throw_error(detail::sentence(option, " gives order ", order,
                                          " twice; give each order one ORDER=EXPONENT, or "
                                          "ORDER:DIM=EXPONENT items with distinct dimensions."));
+}
+
+// "ORDER=DIM[,DIM...]", added to `ignored`; each order once.
+void add_ignored_basis_change_dims(std::string const& text,
+                                   shampoo::IgnoredBasisChangeDims& ignored) {
+  constexpr std::string_view option = "--ignored-basis-change-dims";
+  std::size_t const eq = text.find('=');
+  if (eq == std::string::npos || eq + 1 == text.size())
+    detail::throw_error(
+        detail::sentence(option, " \"", text, "\" must read ORDER=DIM or ORDER=DIM,DIM,..."));
+  index_t const order = parse_integer(text.substr(0, eq), option);
+  auto [it, fresh] = ignored.try_emplace(order);
+  if (!fresh)
+    detail::throw_error(detail::sentence(option, " gives order ", order,
+                                         " twice; list its dimensions in one ORDER=DIM,DIM,..."));
+  for (std::size_t start = eq + 1; start <= text.size();) {
+    std::size_t const comma = std::min(text.find(',', start), text.size());
+    it->second.push_back(parse_integer(text.substr(start, comma - start), option));
+    start = comma + 1;
+  }
 }
 
 shampoo::Options to_options(RunOptions const& r) {
@@ -401,6 +422,8 @@ shampoo::Options to_options(RunOptions const& r) {
   o.svd.scale_by_nuclear_norm = r.svd_nuclear_norm;
   for (auto const& text : r.exponent_overrides)
     add_exponent_override(text, o.inverse_exponent_override);
+  for (auto const& text : r.ignored_basis_change_dims)
+    add_ignored_basis_change_dims(text, o.ignored_basis_change_dims);
   o.factor_matrix_dtype = parse_dtype(r.factor_dtype);
   o.drop_weighting_factor_on_gsquare = r.drop_weighting;
   o.use_trace_scaling = r.trace_scaling;
@@ -441,6 +464,9 @@ void add_step_options(CLI::App& cmd, RunOptions& run) {
   cmd.add_option("--inverse-exponent-override", run.exponent_overrides,
                  "ORDER=EXPONENT or ORDER:DIM=EXPONENT (repeatable; 0 leaves a dimension "
                  "unpreconditioned)");
+  cmd.add_option("--ignored-basis-change-dims", run.ignored_basis_change_dims,
+                 "ORDER=DIM[,DIM...] (repeatable): eigenvalue-corrected Shampoo leaves these "
+                 "dimensions of order-ORDER blocks in the gradient's own basis");
   cmd.add_flag("--pseudo-inverse", run.pseudo_inverse,
                "Eigen roots drop small eigenvalues instead of perturbing (needs --epsilon 0)");
   cmd.add_option("--rank-atol", run.rank_atol, "Pseudo-inverse absolute threshold")
@@ -576,13 +602,17 @@ std::vector<shampoo::ParamGroup> parse_groups(RunOptions const& r, std::size_t n
     std::size_t const split = std::min(spec.find_first_of(" \t"), spec.size());
     std::string const list = spec.substr(0, split);
     RunOptions o = r;
-    o.exponent_overrides.clear();  // a group's --inverse-exponent-override replace the run's
+    // A group's --inverse-exponent-override and --ignored-basis-change-dims replace the run's.
+    o.exponent_overrides.clear();
+    o.ignored_basis_change_dims.clear();
     shampoo::ParamGroup g;
     try {
       CLI::App app{"--group"};
       add_step_options(app, o);
       app.parse(spec.substr(split), false);
       if (o.exponent_overrides.empty()) o.exponent_overrides = r.exponent_overrides;
+      if (o.ignored_basis_change_dims.empty())
+        o.ignored_basis_change_dims = r.ignored_basis_change_dims;
       g = group_of(o);
     } catch (CLI::ParseError const& e) {  // CLI11's message has no full stop
       detail::throw_error(detail::sentence("--group \"", spec, "\": ", e.what(), "."));

@@ -116,6 +116,31 @@ def cases():
                  factor_matrix_dtype=torch.float64,
                  factor_matrix_eigenvectors_dtype=torch.float64,
                  corrected_eigenvalues_dtype=torch.float64)), 1.0),
+        # ignored_basis_change_dims: the rows of 2-D blocks and 1-D blocks stay in their own basis
+        # (the latter is Adam's per-element scaling); then the outer modes of 3-D blocks.
+        ("eigenvalue_corrected_ignored_dims", [(6, 5), (4,)], 4,
+         ["--preconditioner", "eigenvalue-corrected", "--factor-dtype", "f64", "--epsilon",
+          "1e-8", "--beta2", "0.95", "--target-dims", "2", "--ignored-basis-change-dims", "2=0",
+          "--ignored-basis-change-dims", "1=0"],
+         lambda m: meta_defaults(
+             m, epsilon=1e-8, betas=(0.9, 0.95),
+             distributed_config=m.SingleDeviceDistributedConfig(target_parameter_dimensionality=2),
+             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
+                 factor_matrix_dtype=torch.float64,
+                 factor_matrix_eigenvectors_dtype=torch.float64,
+                 corrected_eigenvalues_dtype=torch.float64,
+                 ignored_basis_change_dims={2: [0], 1: [0]})), 1.0),
+        ("eigenvalue_corrected_ignored_3d", [(5, 3, 2)], 4,
+         ["--preconditioner", "eigenvalue-corrected", "--factor-dtype", "f64", "--epsilon",
+          "1e-8", "--beta2", "0.95", "--target-dims", "3", "--ignored-basis-change-dims", "3=2,0"],
+         lambda m: meta_defaults(
+             m, epsilon=1e-8, betas=(0.9, 0.95),
+             distributed_config=m.SingleDeviceDistributedConfig(target_parameter_dimensionality=3),
+             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
+                 factor_matrix_dtype=torch.float64,
+                 factor_matrix_eigenvectors_dtype=torch.float64,
+                 corrected_eigenvalues_dtype=torch.float64,
+                 ignored_basis_change_dims={3: [2, 0]})), 1.0),
         # DefaultSOAPConfig: the QR iteration (warm-started from the eigenvectors in the state),
         # then three iterations stopping at a tolerance, and eigh's tolerance, with both
         # eigenvalue-corrected and eigendecomposed Shampoo. Amortized every 16 steps, so the

@@ -1482,7 +1482,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     RootConfig root_config = options_.root;
     if (eigendecomposed) root_config.method = RootMethod::eigen;
     for (index_t k = 0; factors && k < order; ++k) {
-      // Eigenvalue-corrected Shampoo rotates every mode and takes no roots of the factors.
+      // Eigenvalue-corrected Shampoo rotates every mode it does not ignore and takes no roots of
+      // the factors.
+      if (corrected && !changes_basis(options_.ignored_basis_change_dims, order, k)) continue;
       double const e =
           corrected ? 0.5 : inverse_exponent(options_.inverse_exponent_override, order, k);
       if (e == 0.0) continue;

@@ -3,6 +3,7 @@
 // on, no grafting, eigendecomposed inverse roots), and their validation with sentence errors.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -180,6 +181,12 @@ struct IterateAveragingConfig {
 using ExponentOverride = std::variant<double, std::map<index_t, double>>;
 using InverseExponentOverride = std::map<index_t, ExponentOverride>;
 
+// Eigenvalue-corrected Shampoo: per tensor order, the dimensions whose gradient is not rotated into
+// its factor's eigenbasis (Distributed Shampoo's `ignored_basis_change_dims`). Such a dimension has
+// no factor, no eigenvectors and no state; the corrected eigenvalues still cover every element, so
+// ignoring every dimension gives Adam's per-element scaling.
+using IgnoredBasisChangeDims = std::map<index_t, std::vector<index_t>>;
+
 struct Options {
   double lr = 1e-2;
   double beta1 = 0.9;
@@ -196,6 +203,7 @@ struct Options {
   bool use_bias_correction = true;
   GraftingConfig grafting{};
   InverseExponentOverride inverse_exponent_override{};
+  IgnoredBasisChangeDims ignored_basis_change_dims{};  // eigenvalue-corrected Shampoo
   RootConfig root{};
   DType factor_matrix_dtype = DType::f32;  // bf16, f16, f32 or f64
   // Keep each factor as its upper triangle, d (d + 1) / 2 elements instead of d * d, and save it
@@ -314,6 +322,13 @@ inline double inverse_exponent(InverseExponentOverride const& overrides, index_t
   return d == per_dim.end() ? fallback : d->second;
 }
 
+// Whether eigenvalue-corrected Shampoo rotates dimension `dim` of a block of order `order`.
+inline bool changes_basis(IgnoredBasisChangeDims const& ignored, index_t order, index_t dim) {
+  auto it = ignored.find(order);
+  return it == ignored.end() ||
+         std::find(it->second.begin(), it->second.end(), dim) == it->second.end();
+}
+
 // Whether the preconditioner accumulates Kronecker factors (Shampoo, eigendecomposed and
 // eigenvalue-corrected; spectral and sign descent keep none).
 constexpr bool keeps_factors(PreconditionerType t) {
@@ -417,6 +432,10 @@ inline std::vector<std::string> ignored_options(Options const& o) {
          averaging_name(av.type), " (schedule-free uses it).");
   if (av.type == AveragingType::none && av.train_interp_coeff != av_default.train_interp_coeff)
     note("train_interp_coeff ", av.train_interp_coeff, " has no effect without iterate averaging.");
+  if (!o.ignored_basis_change_dims.empty() &&
+      o.preconditioner != PreconditionerType::eigenvalue_corrected)
+    note("ignored_basis_change_dims has no effect with ", preconditioner_name(o.preconditioner),
+         " (eigenvalue-corrected Shampoo uses it).");
   if (o.kl_shampoo && !takes_roots(o.preconditioner))
     note("kl_shampoo has no effect with ", preconditioner_name(o.preconditioner),
          " (shampoo and eigendecomposed Shampoo use it).");
@@ -675,6 +694,19 @@ inline void validate(Options const& o) {
           bad("inverse_exponent_override[", order, "][", dim, "] is ", e,
               "; exponents must be >= 0.");
       }
+    }
+  }
+  for (auto const& [order, dims] : o.ignored_basis_change_dims) {
+    if (order < 0) bad("ignored_basis_change_dims has the order ", order, "; orders must be >= 0.");
+    index_t const last = order > 1 ? order - 1 : 0;
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] < 0 || dims[i] > last)
+        bad("ignored_basis_change_dims[", order, "] names dimension ", dims[i],
+            "; dimensions must be in [0, ", last, "].");
+      for (std::size_t j = 0; j < i; ++j)
+        if (dims[j] == dims[i])
+          bad("ignored_basis_change_dims[", order, "] names dimension ", dims[i],
+              " twice; each dimension once.");
     }
   }
   if (o.root.method == RootMethod::coupled_newton) {
