@@ -138,26 +138,28 @@ TEST(ParamGroups, ARefusalInOneGroupChangesNoGroupAndNamesTheCallersParameter) {
 
 TEST(ParamGroups, AnSvdThatFailsInALaterGroupMovesNoGroup) {
   // Spectral descent by SVD in the group that steps last, on a finite gradient whose squares
-  // overflow float: eigh refuses its Gram matrix. The direction is computed while the groups
+  // overflow double: eigh refuses its Gram matrix. The direction is computed while the groups
   // accumulate, so the refusal comes before the first group's parameters move.
   auto groups = model_groups();
   std::swap(groups[0], groups[1]);
   groups[1].options.orthogonalization = OrthogonalizationMethod::svd;
-  GroupedShampoo<float> grouped(shapes, groups);
-  std::vector<std::vector<float>> w, g;
+  GroupedShampoo<double> grouped(shapes, groups);
+  std::vector<std::vector<double>> w, g;
   for (std::size_t p = 0; p < shapes.size(); ++p) {
-    w.push_back(random_values(numel(shapes[p]), 1 + p));
-    g.push_back(random_values(numel(shapes[p]), 7 + p, 0.1f));
+    auto const wp = random_values(numel(shapes[p]), 1 + p);
+    auto const gp = random_values(numel(shapes[p]), 7 + p, 0.1f);
+    w.emplace_back(wp.begin(), wp.end());
+    g.emplace_back(gp.begin(), gp.end());
   }
-  std::fill(g[2].begin(), g[2].end(), 1e30f);
-  g[2][3] = -2e30f;
+  std::fill(g[2].begin(), g[2].end(), 1e200);
+  g[2][3] = -2e200;
   auto const w0 = w;
   EXPECT_EQ(error_of([&] {
-              grouped.step(std::vector<std::span<float>>(w.begin(), w.end()),
-                           std::vector<std::span<float const>>(g.begin(), g.end()));
+              grouped.step(std::vector<std::span<double>>(w.begin(), w.end()),
+                           std::vector<std::span<double const>>(g.begin(), g.end()));
             }),
             "the SVD orthogonalization of parameter 2, block 0 failed: eigh did not converge on "
-            "its Gram matrix (a gradient whose squares overflow f32 does this).");
+            "its Gram matrix (a gradient whose squares overflow f64 does this).");
   EXPECT_EQ(w, w0);  // group 0's embedding and bias did not move either
 }
 

@@ -329,16 +329,52 @@ TEST(SvdOrthogonalization, SettingsAreValidatedAndWarnedWhereUnused) {
 }
 
 TEST(SvdOrthogonalization, AGramMatrixThatOverflowsIsRefusedNamingTheBlock) {
-  // Finite gradients whose squares overflow float: eigh refuses the Gram matrix, the step throws
-  // naming the block, and the parameters keep their values.
-  Shampoo<float> overflowing(plan_for({{4, 3}}), svd_options(false));
-  std::vector<float> w(12, 1.0f), g(12, 1e30f);
-  g[3] = -2e30f;
+  // Finite gradients whose squares overflow double (the Gram matrix's type for float and double
+  // blocks): eigh refuses the Gram matrix, the step throws naming the block, and the parameters
+  // keep their values.
+  Shampoo<double> overflowing(plan_for({{4, 3}}), svd_options(false));
+  std::vector<double> w(12, 1.0), g(12, 1e200);
+  g[3] = -2e200;
   EXPECT_EQ(
-      error_of([&] { overflowing.step({std::span<float>(w)}, {std::span<float const>(g)}); }),
+      error_of([&] { overflowing.step({std::span<double>(w)}, {std::span<double const>(g)}); }),
       "the SVD orthogonalization of parameter 0, block 0 failed: eigh did not converge on its "
-      "Gram matrix (a gradient whose squares overflow f32 does this).");
-  EXPECT_EQ(w, std::vector<float>(12, 1.0f));
+      "Gram matrix (a gradient whose squares overflow f64 does this).");
+  EXPECT_EQ(w, std::vector<double>(12, 1.0));
+}
+
+TEST(SvdOrthogonalization, FloatBlocksKeepTheSingularValuesAFloatSvdResolves) {
+  // Singular values 1, 0.1 and 1e-4: in a float Gram matrix the last is below rounding
+  // (sqrt(n eps) ~ 1e-3) and its direction would be dropped; a float block is orthogonalized in
+  // double, so U V^T matches the reference of the float-rounded gradient to float's rounding.
+  // Gradients of 1e30 (squares beyond float) are orthogonalized too.
+  for (auto [rows, cols] : {std::pair<index_t, index_t>{7, 3}, {3, 7}}) {
+    index_t const k = std::min(rows, cols);
+    using Dense = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Dense const u = Eigen::HouseholderQR<Dense>(
+                        Eigen::Map<Dense const>(
+                            random_values(static_cast<std::size_t>(rows * k), 41).data(), rows, k))
+                        .householderQ() *
+                    Dense::Identity(rows, k);
+    Dense const v = Eigen::HouseholderQR<Dense>(
+                        Eigen::Map<Dense const>(
+                            random_values(static_cast<std::size_t>(cols * k), 42).data(), cols, k))
+                        .householderQ() *
+                    Dense::Identity(cols, k);
+    Eigen::VectorXd s(k);
+    s << 1.0, 0.1, 1e-4;
+    for (double magnitude : {1.0, 1e30}) {
+      Dense const a = u * (magnitude * s).asDiagonal() * v.transpose();
+      std::vector<float> const g(a.data(), a.data() + a.size());
+      Matrix const rounded(g.begin(), g.end());
+      Matrix const want = svd_orthogonalization(rounded, rows, cols, false);
+      Shampoo<float> opt(plan_for({{rows, cols}}), svd_options(false));
+      std::vector<float> w(g.size(), 0.0f);
+      opt.step({std::span<float>(w)}, {std::span<float const>(g)});
+      for (std::size_t i = 0; i < g.size(); ++i)
+        EXPECT_NEAR(-w[i] / 0.1, want[i], 1e-5)
+            << rows << "x" << cols << " magnitude " << magnitude << " element " << i;
+    }
+  }
 }
 
 TEST(SignDescent, TheDirectionIsTheSignOfTheFilteredGradient) {

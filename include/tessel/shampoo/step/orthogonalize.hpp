@@ -13,14 +13,17 @@
 // (cuSOLVER), and the inverse root of a symmetric matrix is what the Shampoo roots compute
 // (roots/eigen.hpp, reused here). The price: the Gram matrix squares the condition number, so
 // singular values below about sqrt(n eps) S_max (n = max(rows, cols)) are lost to rounding:
-// sqrt(n) 1.5e-8 S_max in double, but sqrt(n) 3.5e-4 S_max in float. Eigenvalues at or below n eps
-// lambda_max are therefore taken as 0 (the pseudo-inverse root): those directions give 0, as U V^T
-// restricted to the nonzero singular values does. Cost per block: one syrk, one eigh and two gemms
-// of the k x k Gram matrix (k = min(rows, cols)), one gemm with G.
+// sqrt(n) 1.5e-8 S_max in double, sqrt(n) 3.5e-4 S_max in float. So a float block is orthogonalized
+// in double (G widened, the result rounded back), which keeps what a float SVD would resolve, and a
+// float gradient cannot overflow its Gram matrix. Eigenvalues at or below n eps lambda_max are
+// taken as 0 (the pseudo-inverse root): those directions give 0, as U V^T restricted to the nonzero
+// singular values does. Cost per block: one syrk, one eigh and two gemms of the k x k Gram matrix
+// (k = min(rows, cols)), one gemm with G.
 #pragma once
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "../../core/layout.hpp"
@@ -85,17 +88,13 @@ T* orthogonalize(X const& x, T const* g, T* x0, T* x1, index_t count, index_t ro
   return cur;
 }
 
-// Writes U V^T of each block of g (count blocks of shape (rows, cols), back to back) to out
-// (count * rows * cols, distinct from g), multiplied by the nuclear norm and scale_by_dims as
-// `config` says (SvdOrthogonalizationConfig has the semantics). norms: count doubles of scratch.
-// Returns the slots whose Gram matrix eigh could not decompose (their out is unspecified); reading
-// that verdict waits for the executor once.
+// svd_orthogonalize computed in T itself (the caller widens float).
 template <class X, class T>
-std::vector<index_t> svd_orthogonalize(X const& x, T const* g, T* out, index_t count, index_t rows,
-                                       index_t cols, SvdOrthogonalizationConfig const& config,
-                                       double* norms) {
+std::vector<index_t> svd_orthogonalize_in_own_type(X const& x, T const* g, T* out, index_t count,
+                                                   index_t rows, index_t cols,
+                                                   SvdOrthogonalizationConfig const& config,
+                                                   double* norms) {
   using B = exec::Memory<X>;
-  if (count == 0 || rows == 0 || cols == 0) return {};
   index_t const numel = rows * cols;
   bool const tall = rows >= cols;
   index_t const k = tall ? cols : rows;
@@ -145,6 +144,33 @@ std::vector<index_t> svd_orthogonalize(X const& x, T const* g, T* out, index_t c
   for (index_t b = 0; b < count; ++b)
     if (verdicts[static_cast<std::size_t>(b)] != 0) failed.push_back(b);
   return failed;
+}
+
+// Writes U V^T of each block of g (count blocks of shape (rows, cols), back to back) to out
+// (count * rows * cols, distinct from g), multiplied by the nuclear norm and scale_by_dims as
+// `config` says (SvdOrthogonalizationConfig has the semantics). norms: count doubles of scratch.
+// Returns the slots whose Gram matrix eigh could not decompose (their out is unspecified); reading
+// that verdict waits for the executor once.
+template <class X, class T>
+std::vector<index_t> svd_orthogonalize(X const& x, T const* g, T* out, index_t count, index_t rows,
+                                       index_t cols, SvdOrthogonalizationConfig const& config,
+                                       double* norms) {
+  using B = exec::Memory<X>;
+  if (count == 0 || rows == 0 || cols == 0) return {};
+  index_t const numel = rows * cols;
+  if constexpr (std::is_same_v<T, float>) {  // in double: see above
+    auto const flat = make_layout(make_shape(count * numel));
+    auto wide = B::template scratch<double>(x, 2 * count * numel);
+    double* const gd = wide.data();
+    double* const od = gd + count * numel;
+    assign(B::view(gd, flat), cast<double>(B::view(g, flat)), x);
+    std::vector<index_t> failed = svd_orthogonalize_in_own_type(
+        x, static_cast<double const*>(gd), od, count, rows, cols, config, norms);
+    assign(B::view(out, flat), cast<float>(B::view(od, flat)), x);
+    return failed;
+  } else {
+    return svd_orthogonalize_in_own_type(x, g, out, count, rows, cols, config, norms);
+  }
 }
 
 }  // namespace tessel::shampoo::stages
