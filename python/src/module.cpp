@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "arrays.hpp"
+
 #include <tessel/core/dtype.hpp>
 #include <tessel/core/error.hpp>
 #include <tessel/flce/forward.hpp>
@@ -24,80 +26,7 @@ namespace nb = nanobind;
 
 namespace {
 
-using tessel::DType;
-using tessel::detail::sentence;
-using index_t = tessel::index_t;
-
-// Arrays read in place: any strides (tessel says which it accepts), read-only arrays welcome.
-using InArray = nb::ndarray<nb::ro>;
-
-[[noreturn]] void refuse(std::string message) {
-  throw nb::value_error(message.c_str());
-}
-
-// The tessel DType of a DLPack dtype, so that refusals name dtypes the way the rest of tessel
-// does; none for what tessel has no name for (complex, 8-bit floats, vectors).
-std::optional<DType> dtype_of(InArray const& a) {
-  auto const d = a.dtype();
-  using Maybe = std::optional<DType>;
-  auto const sized = [&](Maybe b8, Maybe b16, Maybe b32, Maybe b64) -> Maybe {
-    switch (d.bits) {
-      case 8:
-        return b8;
-      case 16:
-        return b16;
-      case 32:
-        return b32;
-      case 64:
-        return b64;
-      default:
-        return std::nullopt;
-    }
-  };
-  if (d.lanes != 1) return std::nullopt;
-  switch (static_cast<nb::dlpack::dtype_code>(d.code)) {
-    case nb::dlpack::dtype_code::Float:
-      return sized(std::nullopt, DType::f16, DType::f32, DType::f64);
-    case nb::dlpack::dtype_code::Bfloat:
-      return sized(std::nullopt, DType::bf16, std::nullopt, std::nullopt);
-    case nb::dlpack::dtype_code::Int:
-      return sized(DType::i8, DType::i16, DType::i32, DType::i64);
-    case nb::dlpack::dtype_code::UInt:
-      return sized(DType::u8, DType::u16, DType::u32, DType::u64);
-    case nb::dlpack::dtype_code::Bool:
-      return DType::bool_;
-    default:
-      return std::nullopt;
-  }
-}
-
-std::string dtype_text(InArray const& a) {
-  if (auto const d = dtype_of(a)) return std::string(tessel::dtype_name(*d));
-  return sentence("DLPack type code ", int(a.dtype().code), " of ", int(a.dtype().bits), " bits");
-}
-
-// What tessel's C++ types settle at compile time, checked here on Python objects: host memory,
-// the rank, the element type. Device arrays are refused rather than copied to the host.
-void check_host(InArray const& a, char const* name) {
-  if (a.device_type() != nb::device::cpu::value)
-    refuse(sentence(name, " lives on a device (DLPack device type ", a.device_type(),
-                    "); tessel's Python module is host-only for now: pass CPU arrays (.cpu()); "
-                    "nothing is copied implicitly."));
-}
-void check_rank(InArray const& a, char const* name, std::size_t rank, char const* modes) {
-  if (a.ndim() != rank)
-    refuse(sentence(name, " must have ", rank, rank == 1 ? " dimension " : " dimensions ", modes,
-                    ", got ", a.ndim(), "."));
-}
-// `dtype_reason` says where the wanted dtype comes from ("input's", "the class indices'").
-void check_array(InArray const& a, char const* name, std::size_t rank, char const* modes,
-                 DType dtype, char const* dtype_reason) {
-  check_host(a, name);
-  check_rank(a, name, rank, modes);
-  if (dtype_of(a) != dtype)
-    refuse(sentence(name, " has dtype ", dtype_text(a), " but must have ", dtype_reason, " dtype ",
-                    tessel::dtype_name(dtype), "."));
-}
+using namespace tessel_python;
 
 // Tessel views over the caller's memory, with the caller's strides (in elements). FLCE reads
 // inputs without writing them; its Options and Outputs share one non-const element type, hence
@@ -258,4 +187,5 @@ NB_MODULE(_tessel, m) {
         "tessel.linear_cross_entropy.");
   m.def("flce_host_plan", &flce_host_plan, nb::arg("bt"), nb::arg("hidden"), nb::arg("vocab"),
         nb::arg("dtype"), "flce::make_host_plan as a dict; see tessel.plan.flce.");
+  bind_shampoo(m);
 }
