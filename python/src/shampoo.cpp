@@ -1,0 +1,354 @@
+// tessel._tessel's Shampoo: the host optimizer (GroupedShampoo<float/double>, one Shampoo over a
+// run-time plan per parameter group), its blocking plan and the core's merge_small_dims and
+// multi_dim_split, for tessel.torch.Shampoo and tessel.plan. Parameters and gradients are read
+// and written where they are (DLPack views, no copy); options are validated by tessel, whose
+// sentences become ValueError. The state dictionary crosses as (key path, dtype name, shape,
+// bytes) entries, so every factor dtype and the bool/int64 scalars round-trip bit for bit.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "arrays.hpp"
+
+#include <tessel/core/merge_small_dims.hpp>
+#include <tessel/core/multi_dim_split.hpp>
+#include <tessel/core/shape.hpp>
+#include <tessel/core/warning.hpp>
+#include <tessel/shampoo/options.hpp>
+#include <tessel/shampoo/param_groups.hpp>
+#include <tessel/shampoo/plan/plan.hpp>
+
+namespace tessel_python {
+
+namespace {
+
+namespace sh = tessel::shampoo;
+using Shape = std::vector<index_t>;
+
+std::string shape_text(Shape const& s) {
+  return tessel::detail::shape_text(s);
+}
+
+// ---- options ----
+
+// The value whose name (as the tessel function `name` spells it) is `text`, or a sentence
+// listing the valid names.
+template <class E, std::size_t N, class Name>
+E parse_choice(std::string_view text, char const* option, std::array<E, N> const& values,
+               Name name) {
+  std::string valid;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (name(values[i]) == text) return values[i];
+    valid += sentence(i == 0 ? "" : i + 1 == N ? " and " : ", ", name(values[i]));
+  }
+  refuse(sentence("unknown ", option, " \"", text, "\"; valid values are ", valid, "."));
+}
+
+// Python's spelling of the preconditioners (tessel's preconditioner_name is prose).
+std::string_view preconditioner_key(sh::PreconditionerType t) {
+  switch (t) {
+    case sh::PreconditionerType::shampoo:
+      return "shampoo";
+    case sh::PreconditionerType::eigendecomposed:
+      return "eigendecomposed";
+    case sh::PreconditionerType::eigenvalue_corrected:
+      return "eigenvalue_corrected";
+    case sh::PreconditionerType::spectral_descent:
+      return "spectral_descent";
+    case sh::PreconditionerType::sign_descent:
+      return "sign_descent";
+  }
+  return "unknown";
+}
+
+// math.inf (None here) is Distributed Shampoo's "no limit", tessel's shampoo::infinite.
+index_t dim_or_infinite(std::optional<index_t> v) {
+  return v ? *v : sh::infinite;
+}
+
+// One parameter group as tessel.torch.Shampoo describes it: its parameters' indices and its
+// options under Distributed Shampoo's names (tessel.torch fills every key).
+sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
+  auto get = [&]<class V>(char const* key, std::type_identity<V>) {
+    try {
+      return nb::cast<V>(d[key]);
+    } catch (nb::cast_error const&) {
+      throw nb::type_error(
+          sentence("the option ", key, " cannot be ", nb::repr(d[key]).c_str(), ".").c_str());
+    }
+  };
+  auto const real = std::type_identity<double>{};
+  auto const integer = std::type_identity<index_t>{};
+  auto const flag = std::type_identity<bool>{};
+  auto const text = std::type_identity<std::string>{};
+  sh::Options o;
+  o.lr = get("lr", real);
+  o.beta1 = get("beta1", real);
+  o.beta2 = get("beta2", real);
+  o.beta3 = get("beta3", real);
+  o.epsilon = get("epsilon", real);
+  o.momentum = get("momentum", real);
+  o.dampening = get("dampening", real);
+  o.use_nesterov = get("use_nesterov", flag);
+  o.weight_decay = get("weight_decay", real);
+  o.weight_decay_type =
+      parse_choice(get("weight_decay_type", text), "weight_decay_type",
+                   std::array{sh::WeightDecayType::decoupled, sh::WeightDecayType::l2,
+                              sh::WeightDecayType::corrected, sh::WeightDecayType::independent},
+                   sh::weight_decay_name);
+  o.precondition_frequency = get("precondition_frequency", integer);
+  o.start_preconditioning_step = get("start_preconditioning_step", integer);
+  o.use_bias_correction = get("use_bias_correction", flag);
+  // Each method with its defaults (RMSprop's beta2 0.99, Adam's 0.999); None keeps them.
+  o.grafting =
+      parse_choice(get("grafting", text), "grafting",
+                   std::array{sh::no_grafting(), sh::sgd_grafting(), sh::adagrad_grafting(),
+                              sh::rmsprop_grafting(), sh::adam_grafting()},
+                   [](sh::GraftingConfig const& c) { return sh::grafting_name(c.type); });
+  if (auto beta2 = get("grafting_beta2", std::type_identity<std::optional<double>>{}))
+    o.grafting.beta2 = *beta2;
+  o.grafting.epsilon = get("grafting_epsilon", real);
+  o.preconditioner = parse_choice(
+      get("preconditioner", text), "preconditioner",
+      std::array{sh::PreconditionerType::shampoo, sh::PreconditionerType::eigendecomposed,
+                 sh::PreconditionerType::eigenvalue_corrected,
+                 sh::PreconditionerType::spectral_descent, sh::PreconditionerType::sign_descent},
+      preconditioner_key);
+  o.factor_matrix_dtype = tessel::parse_dtype(get("factor_matrix_dtype", text));
+  o.use_symmetric_packing = get("use_symmetric_packing", flag);
+  auto const dims = std::type_identity<std::optional<index_t>>{};
+  return sh::ParamGroup{std::move(params), std::move(o),
+                        dim_or_infinite(get("max_preconditioner_dim", dims)),
+                        dim_or_infinite(get("target_parameter_dimensionality", dims))};
+}
+
+// Runs `make` with tessel's warnings collected, then raises each as a Python UserWarning (the
+// handler must not call into Python: the optimizer may be built without the GIL one day).
+template <class F>
+auto with_python_warnings(F&& make) {
+  std::vector<std::string> sentences;
+  auto previous =
+      tessel::set_warning_handler([&](std::string_view s) { sentences.emplace_back(s); });
+  struct Restore {
+    tessel::WarningHandler& previous;
+    ~Restore() { tessel::set_warning_handler(std::move(previous)); }
+  } restore{previous};
+  auto result = make();
+  for (auto const& s : sentences)
+    if (PyErr_WarnEx(PyExc_UserWarning, s.c_str(), 2) < 0) throw nb::python_error();
+  return result;
+}
+
+// ---- the optimizer ----
+
+// Whether `a` is C-contiguous (extents of 1 may have any stride, as in DLPack from PyTorch).
+template <class Array>
+bool row_major(Array const& a) {
+  std::int64_t expected = 1;
+  for (std::size_t k = a.ndim(); k-- > 0;) {
+    if (a.shape(k) != 1 && a.stride(k) != expected) return false;
+    expected *= static_cast<std::int64_t>(a.shape(k));
+  }
+  return true;
+}
+
+template <class Array>
+Shape shape_of(Array const& a) {
+  Shape s(a.ndim());
+  for (std::size_t k = 0; k < s.size(); ++k) s[k] = static_cast<index_t>(a.shape(k));
+  return s;
+}
+
+// What the C++ step takes as spans and cannot see on Python objects: the device, the dtype,
+// contiguity and the shape (the step itself checks only element counts).
+template <class T, class Array>
+void check_step_array(Array const& a, std::string const& name, Shape const& shape) {
+  check_host(a, name);
+  if (dtype_of(a) != tessel::dtype_of_v<T>)
+    refuse(sentence(name, " has dtype ", dtype_text(a), " but the optimizer steps ",
+                    tessel::dtype_name(tessel::dtype_of_v<T>),
+                    " parameters (its parameters' dtype)."));
+  if (shape_of(a) != shape)
+    refuse(sentence(name, " has shape ", shape_text(shape_of(a)), " but the parameter has shape ",
+                    shape_text(shape), "."));
+  if (!row_major(a))
+    refuse(sentence(name, " is not contiguous (shape ", shape_text(shape), ", strides ",
+                    shape_text(Shape(a.stride_ptr(), a.stride_ptr() + a.ndim())),
+                    "); tessel's Shampoo reads and writes row-major memory in place."));
+}
+
+template <class T>
+class Optimizer {
+ public:
+  Optimizer(std::vector<Shape> shapes, nb::list groups) : shapes_(std::move(shapes)) {
+    std::vector<sh::ParamGroup> pgs;
+    for (nb::handle g : groups) {
+      auto pair = nb::cast<nb::tuple>(g);
+      pgs.push_back(
+          param_group(nb::cast<std::vector<index_t>>(pair[0]), nb::cast<nb::dict>(pair[1])));
+    }
+    auto made = with_python_warnings(
+        [&] { return std::make_unique<sh::GroupedShampoo<T>>(shapes_, std::move(pgs)); });
+    shampoo_ = std::move(made);
+  }
+
+  // params[i] and grads[i]: parameter i's tensor (updated in place) and its gradient.
+  void step(nb::list params, nb::list grads) {
+    if (params.size() != shapes_.size() || grads.size() != shapes_.size())
+      refuse(sentence("step got ", params.size(), " parameters and ", grads.size(),
+                      " gradients but the optimizer has ", shapes_.size(), " parameters."));
+    std::vector<nb::ndarray<>> ps;  // keep the views alive while the step runs
+    std::vector<InArray> gs;
+    std::vector<std::span<T>> p_spans;
+    std::vector<std::span<T const>> g_spans;
+    for (std::size_t i = 0; i < shapes_.size(); ++i) {
+      ps.push_back(nb::cast<nb::ndarray<>>(params[i]));
+      gs.push_back(nb::cast<InArray>(grads[i]));
+      check_step_array<T>(ps.back(), sentence("parameter ", i), shapes_[i]);
+      check_step_array<T>(gs.back(), sentence("the gradient of parameter ", i), shapes_[i]);
+      p_spans.emplace_back(static_cast<T*>(ps.back().data()), ps.back().size());
+      g_spans.emplace_back(static_cast<T const*>(gs.back().data()), gs.back().size());
+    }
+    nb::gil_scoped_release released;
+    shampoo_->step(p_spans, g_spans);
+  }
+
+  void set_lr(std::size_t group, double lr) { shampoo_->set_lr(group, lr); }
+  index_t step_count() const { return shampoo_->step_count(); }
+
+  // [(key path, dtype name, shape, bytes)] in key order.
+  nb::list state_dict() const {
+    nb::list out;
+    for (auto const& [key, t] : shampoo_->state_dict())
+      out.append(nb::make_tuple(key, std::string(tessel::dtype_name(t.dtype)), t.shape,
+                                nb::bytes(t.data.data(), t.data.size())));
+    return out;
+  }
+
+  void load_state_dict(nb::list entries) {
+    sh::StateDict state;
+    for (nb::handle e : entries) {
+      auto entry = nb::cast<nb::tuple>(e);
+      auto data = nb::cast<nb::bytes>(entry[3]);
+      auto const* bytes = static_cast<std::byte const*>(data.data());
+      state.emplace(nb::cast<sh::StateKey>(entry[0]),
+                    sh::StateTensor{tessel::parse_dtype(nb::cast<std::string>(entry[1])),
+                                    nb::cast<Shape>(entry[2]),
+                                    std::vector<std::byte>(bytes, bytes + data.size())});
+    }
+    shampoo_->load_state_dict(state);
+  }
+
+ private:
+  std::vector<Shape> shapes_;
+  std::unique_ptr<sh::GroupedShampoo<T>> shampoo_;
+};
+
+template <class T>
+void bind_optimizer(nb::module_& m, char const* name) {
+  nb::class_<Optimizer<T>>(m, name)
+      .def(nb::init<std::vector<Shape>, nb::list>(), nb::arg("shapes"), nb::arg("groups"))
+      .def("step", &Optimizer<T>::step, nb::arg("params"), nb::arg("grads"))
+      .def("set_lr", &Optimizer<T>::set_lr, nb::arg("group"), nb::arg("lr"))
+      .def_prop_ro("step_count", &Optimizer<T>::step_count)
+      .def("state_dict", &Optimizer<T>::state_dict)
+      .def("load_state_dict", &Optimizer<T>::load_state_dict, nb::arg("entries"));
+}
+
+// ---- plans ----
+
+using Extents = tessel::DynRankTuple<sh::max_param_rank>;
+
+Extents extents_of(Shape const& shape, char const* what) {
+  if (shape.size() > sh::max_param_rank)
+    refuse(sentence(what, " ", shape_text(shape), " has ", shape.size(),
+                    " dimensions; tessel takes at most ", sh::max_param_rank, "."));
+  Extents e;
+  for (index_t x : shape) e.push_back(x);
+  tessel::check_extents(e);
+  return e;
+}
+
+// The plan's merged shape: the core's merge_small_dims, and Distributed Shampoo's rules for an
+// empty shape ((0)) and an infinite target (the shape as given).
+Shape merge_small_dims(Shape const& shape, index_t threshold, std::optional<index_t> target_dims) {
+  if (target_dims && *target_dims < 1)
+    refuse(sentence("target_dims must be >= 1 or math.inf, got ", *target_dims, "."));
+  return tessel::to_vector(sh::detail::merged_shape_of(extents_of(shape, "shape"), threshold,
+                                                       dim_or_infinite(target_dims)));
+}
+
+nb::list multi_dim_split(Shape const& shape, std::optional<index_t> split_size) {
+  nb::list out;
+  Extents const e = extents_of(shape, "shape");
+  // An infinite split is the largest extent, as the plan takes it (no overflow in the grid).
+  index_t const split = split_size ? *split_size : sh::detail::effective_split(e, sh::infinite);
+  for (auto const& b : tessel::multi_dim_split(e, split))
+    out.append(nb::make_tuple(tessel::to_vector(b.offset), tessel::to_vector(b.shape)));
+  return out;
+}
+
+// make_plan for run-time shapes, as plain values: per parameter its shape, merged shape and
+// blocks (index, offset, shape, batch group, owner rank, bytes).
+nb::dict shampoo_plan(std::vector<Shape> const& shapes, std::optional<index_t> max_dim,
+                      std::optional<index_t> target_dims, index_t group_size,
+                      std::string_view dtype) {
+  auto const plan = sh::make_plan(
+      sh::PlanOptions<index_t, index_t>{dim_or_infinite(max_dim), dim_or_infinite(target_dims),
+                                        group_size, tessel::parse_dtype(dtype)},
+      shapes);
+  nb::list params;
+  for (auto const& pp : plan.params) {
+    nb::list blocks;
+    for (index_t b = pp.first_block; b < pp.first_block + pp.num_blocks; ++b) {
+      auto const i = static_cast<std::size_t>(b);
+      nb::dict block;
+      block["index"] = plan.blocks[i].index;
+      block["offset"] = tessel::to_vector(plan.block_offset(i));
+      block["shape"] = tessel::to_vector(plan.block_shape(i));
+      block["group"] = plan.blocks[i].group;
+      block["rank"] = plan.blocks[i].rank;
+      block["bytes"] = plan.group_of(i).bytes;
+      blocks.append(block);
+    }
+    nb::dict p;
+    p["shape"] = tessel::to_vector(pp.shape);
+    p["merged_shape"] = tessel::to_vector(pp.merged_shape);
+    p["blocks"] = blocks;
+    params.append(p);
+  }
+  nb::dict d;
+  d["params"] = params;
+  d["num_groups"] = plan.groups.size();
+  std::vector<index_t> rank_bytes;
+  for (index_t r = 0; r < group_size; ++r) rank_bytes.push_back(plan.rank_bytes(r));
+  d["rank_bytes"] = rank_bytes;
+  return d;
+}
+
+}  // namespace
+
+void bind_shampoo(nb::module_& m) {
+  bind_optimizer<float>(m, "ShampooF32");
+  bind_optimizer<double>(m, "ShampooF64");
+  m.def("merge_small_dims", &merge_small_dims, nb::arg("shape"), nb::arg("threshold"),
+        nb::arg("target_dims").none());
+  m.def("multi_dim_split", &multi_dim_split, nb::arg("shape"), nb::arg("split_size").none());
+  m.def("shampoo_plan", &shampoo_plan, nb::arg("shapes"), nb::arg("max_preconditioner_dim").none(),
+        nb::arg("target_parameter_dimensionality").none(), nb::arg("group_size"), nb::arg("dtype"));
+}
+
+}  // namespace tessel_python
