@@ -12,7 +12,8 @@ import numpy as np
 
 from . import _tessel, plan
 
-__all__ = ["LinearCrossEntropyResult", "linear_cross_entropy", "plan"]
+__all__ = ["Block", "LinearCrossEntropyResult", "linear_cross_entropy", "merge_small_dims",
+           "multi_dim_split", "plan"]
 
 
 class LinearCrossEntropyResult(NamedTuple):
@@ -54,6 +55,28 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
         x, weight, target, bias, class_weights=class_weights, grad_output_rows=None,
         grad_input=True, grad_weight=True, grad_bias=True, **_options(reduction, ignore_index, label_smoothing,
                                         lse_square_scale, softcap, temperature)))
+
+
+def merge_small_dims(shape, threshold, target_dims=1):
+    """Distributed Shampoo's ``merge_small_dims``: drop extents of 1 and, from the last extent
+    back, multiply neighbours while the product stays ``<= threshold`` and the result still has
+    more than ``target_dims`` extents; ``(0,)`` for an empty shape, ``shape`` itself for
+    ``target_dims=math.inf``. ``merge_small_dims((32, 3, 64, 64), 8192) == (96, 4096)``."""
+    return tuple(_tessel.merge_small_dims(tuple(shape), threshold, plan._dim(target_dims)))
+
+
+class Block(NamedTuple):
+    """One block of multi_dim_split: where it starts and its extents."""
+
+    offset: tuple
+    shape: tuple
+
+
+def multi_dim_split(shape, split_size):
+    """Distributed Shampoo's ``multi_dim_split`` on a shape: blocks of at most ``split_size`` per
+    mode (math.inf: one block), in row-major block order."""
+    return [Block(tuple(o), tuple(s))
+            for o, s in _tessel.multi_dim_split(tuple(shape), plan._dim(split_size))]
 
 
 def _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap, temperature):

@@ -1,4 +1,5 @@
-"""tessel's fused linear cross-entropy as a ``torch.autograd.Function`` over CPU tensors.
+"""tessel for PyTorch CPU tensors: its fused linear cross-entropy as a
+``torch.autograd.Function``, and ``Shampoo``, a ``torch.optim.Optimizer`` whose step is tessel's.
 
 The forward calls tessel once and gets the loss and the gradients together (no logits are kept);
 the backward multiplies the saved gradients by the incoming gradient. For ``reduction="none"``
@@ -8,12 +9,14 @@ Cross-Entropy do) and the forward computes the loss alone. Tensors cross through
 copies; the gradients come back as NumPy-owned memory viewed by ``torch.from_numpy``.
 """
 
+import json
+
 import torch
 
-from . import _tessel
-from . import _options
+from . import _options, _tessel
+from . import plan as tessel_plan
 
-__all__ = ["linear_cross_entropy"]
+__all__ = ["Shampoo", "linear_cross_entropy"]
 
 
 def _array(tensor):
@@ -78,3 +81,189 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
             grad_output_rows=None, **_NO_GRADIENTS, **options)
         return torch.from_numpy(loss)
     return LinearCrossEntropyFunction.apply(x, weight, target, bias, class_weights, options)
+
+
+# ---- Shampoo ----
+
+# tessel's dtype names (the state's entries) and PyTorch's.
+_TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
+                 "bf16": torch.bfloat16, "i64": torch.int64, "bool": torch.bool}
+_TESSEL_DTYPES = {v: k for k, v in _TORCH_DTYPES.items()}
+_STEPPERS = {torch.float32: _tessel.ShampooF32, torch.float64: _tessel.ShampooF64}
+
+
+def _dtype_name(dtype):
+    """A factor dtype given as a torch.dtype or a name ("float32", "bf16")."""
+    if isinstance(dtype, torch.dtype):
+        return _TESSEL_DTYPES.get(dtype, str(dtype).removeprefix("torch."))
+    return dtype
+
+
+def _state_tensor(dtype, shape, data):
+    if not data:
+        return torch.empty(shape, dtype=_TORCH_DTYPES[dtype])
+    return torch.frombuffer(bytearray(data), dtype=_TORCH_DTYPES[dtype]).reshape(shape)
+
+
+def _state_entry(param, text, tensor):
+    """(key path, dtype name, shape, bytes) of one tensor of a state dict, as the C++ takes it."""
+    try:
+        tail = json.loads(text)
+    except (TypeError, json.JSONDecodeError):
+        tail = None
+    if not isinstance(tail, list) or not all(isinstance(k, str) for k in tail):
+        raise ValueError(f"the state key {text!r} of parameter {param} is not a JSON array of "
+                         f"strings such as '[\"step\"]'.")
+    if not isinstance(tensor, torch.Tensor) or tensor.dtype not in _TESSEL_DTYPES:
+        raise ValueError(f"the state's {text} of parameter {param} is not a tensor of a dtype "
+                         f"tessel keeps ({', '.join(map(str, _TESSEL_DTYPES))}).")
+    flat = tensor.detach().cpu().contiguous().reshape(-1)
+    return ([str(param)] + tail, _TESSEL_DTYPES[tensor.dtype], list(tensor.shape),
+            flat.view(torch.uint8).numpy().tobytes())
+
+
+class Shampoo(torch.optim.Optimizer):
+    """Distributed Shampoo's optimizer whose step is tessel's C++ host step (docs/python.md).
+
+    The names and defaults are Meta's ``DistributedShampoo`` constructor's, with its config
+    objects flattened into keywords: ``momentum``, ``dampening``, ``use_nesterov``
+    (``ClassicMomentumConfig``); ``grafting`` "none", "sgd", "adagrad", "rmsprop" or "adam" with
+    ``grafting_beta2`` (None: 0.99 for RMSprop, 0.999 for Adam) and ``grafting_epsilon``
+    (``grafting_config``); ``preconditioner`` "shampoo" (``DefaultShampooConfig``),
+    "eigendecomposed", "eigenvalue_corrected", "spectral_descent" or "sign_descent";
+    ``target_parameter_dimensionality`` (``distributed_config``'s); ``factor_matrix_dtype``.
+    ``weight_decay_type`` is "decoupled", "l2", "corrected" or "independent". Each parameter
+    group (a dict, as for any torch optimizer) may set its own options.
+
+    Every parameter is a contiguous CPU tensor of one dtype, float32 or float64, and is updated
+    in place (no copy). A step needs the gradient of every parameter, or of none (then nothing
+    happens): tessel steps all blocks together. Only ``lr`` may change after construction (a
+    scheduler's ``group["lr"]``); state_dict() is keyed by parameter index and Distributed
+    Shampoo's key paths.
+    """
+
+    def __init__(self, params, lr=1e-2, betas=(0.9, 1.0), beta3=-1.0, epsilon=1e-12,
+                 momentum=0.0, dampening=0.0, use_nesterov=False, weight_decay=0.0,
+                 weight_decay_type="decoupled", max_preconditioner_dim=1024,
+                 target_parameter_dimensionality=1, precondition_frequency=1,
+                 start_preconditioning_step=-1, use_bias_correction=True, grafting="none",
+                 grafting_beta2=None, grafting_epsilon=1e-10, preconditioner="shampoo",
+                 factor_matrix_dtype=torch.float32, use_symmetric_packing=False):
+        defaults = dict(
+            lr=lr, betas=betas, beta3=beta3, epsilon=epsilon, momentum=momentum,
+            dampening=dampening, use_nesterov=use_nesterov, weight_decay=weight_decay,
+            weight_decay_type=weight_decay_type, max_preconditioner_dim=max_preconditioner_dim,
+            target_parameter_dimensionality=target_parameter_dimensionality,
+            precondition_frequency=precondition_frequency,
+            start_preconditioning_step=start_preconditioning_step,
+            use_bias_correction=use_bias_correction, grafting=grafting,
+            grafting_beta2=grafting_beta2, grafting_epsilon=grafting_epsilon,
+            preconditioner=preconditioner, factor_matrix_dtype=factor_matrix_dtype,
+            use_symmetric_packing=use_symmetric_packing)
+        self._tessel = None
+        super().__init__(params, defaults)
+        self._params = [p for group in self.param_groups for p in group["params"]]
+        dtype = self._params[0].dtype
+        if dtype not in _STEPPERS:
+            raise ValueError(f"parameter 0 has dtype {dtype}; tessel's Shampoo steps float32 "
+                             f"and float64 parameters.")
+        for i, p in enumerate(self._params):
+            if p.dtype != dtype:
+                raise ValueError(f"parameter {i} has dtype {p.dtype} but parameter 0 has "
+                                 f"{dtype}; one tessel Shampoo steps one dtype (make one "
+                                 f"optimizer per dtype).")
+            if p.device.type != "cpu":
+                raise ValueError(f"parameter {i} lives on {p.device}; tessel's Python module is "
+                                 f"host-only for now.")
+        groups, first = [], 0
+        for group in self.param_groups:
+            count = len(group["params"])
+            groups.append((list(range(first, first + count)), self._group_options(group)))
+            first += count
+        self._tessel = _STEPPERS[dtype]([list(p.shape) for p in self._params], groups)
+
+    @staticmethod
+    def _group_options(group):
+        options = {k: v for k, v in group.items() if k not in ("params", "betas")}
+        if len(group["betas"]) != 2:
+            raise ValueError(f"betas must be a pair (beta1, beta2), got {group['betas']!r}.")
+        options["beta1"], options["beta2"] = map(float, group["betas"])
+        options["factor_matrix_dtype"] = _dtype_name(group["factor_matrix_dtype"])
+        for k in ("max_preconditioner_dim", "target_parameter_dimensionality"):
+            options[k] = tessel_plan._dim(group[k])
+        return options
+
+    def add_param_group(self, param_group):
+        if self._tessel is not None:
+            raise ValueError("tessel's Shampoo plans its blocks when it is built; parameter "
+                             "groups cannot be added afterwards (build a new optimizer).")
+        super().add_param_group(param_group)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        missing = [i for i, p in enumerate(self._params) if p.grad is None]
+        if len(missing) == len(self._params):
+            return loss
+        if missing:
+            i = missing[0]
+            raise ValueError(
+                f"parameter {i} (shape {tuple(self._params[i].shape)}) has no gradient but "
+                f"others have; tessel's Shampoo steps every parameter together: leave frozen "
+                f"parameters out of the optimizer.")
+        for i, p in enumerate(self._params):
+            if p.grad.layout != torch.strided:
+                raise ValueError(f"the gradient of parameter {i} is {p.grad.layout}; tessel's "
+                                 f"Shampoo takes dense gradients.")
+        for g, group in enumerate(self.param_groups):
+            self._tessel.set_lr(g, float(group["lr"]))
+        # detach(): DLPack refuses tensors that require grad; it shares their storage.
+        self._tessel.step([p.detach() for p in self._params],
+                          [p.grad.detach() for p in self._params])
+        return loss
+
+    def state_dict(self):
+        """``{"state": {param index: {key: tensor}}, "param_groups": [...]}``: the C++ state
+        dictionary, each key path (``["0", "block_1", "shampoo", "factor_matrices", "0"]``) split
+        into its parameter and the rest as compact JSON (``'["block_1","shampoo",
+        "factor_matrices","0"]'``, ``'["step"]'``); tensors hold the state's exact bytes."""
+        state = {}
+        for key, dtype, shape, data in self._tessel.state_dict():
+            text = json.dumps(key[1:], separators=(",", ":"))
+            state.setdefault(int(key[0]), {})[text] = _state_tensor(dtype, shape, data)
+        groups, first = [], 0
+        for group in self.param_groups:
+            count = len(group["params"])
+            groups.append(dict({k: v for k, v in group.items() if k != "params"},
+                               params=list(range(first, first + count))))
+            first += count
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Loads what state_dict() gave, all or nothing; the groups' options must be this
+        optimizer's, except ``lr``, which is taken from the state (as torch optimizers do)."""
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"the state has {len(saved_groups)} parameter groups but the "
+                             f"optimizer has {len(self.param_groups)}.")
+        first = 0
+        for g, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
+            count = len(group["params"])
+            if list(saved["params"]) != list(range(first, first + count)):
+                raise ValueError(f"parameter group {g} of the state holds parameters "
+                                 f"{list(saved['params'])} but the optimizer's holds "
+                                 f"{list(range(first, first + count))}.")
+            first += count
+            for k, v in group.items():
+                if k not in ("params", "lr") and saved.get(k) != v:
+                    raise ValueError(f"parameter group {g} of the state has {k}={saved.get(k)!r} "
+                                     f"but the optimizer was built with {k}={v!r}; only lr may "
+                                     f"differ.")
+        self._tessel.load_state_dict([_state_entry(p, text, t)
+                                      for p, tensors in state_dict["state"].items()
+                                      for text, t in tensors.items()])
+        for saved, group in zip(saved_groups, self.param_groups):
+            group["lr"] = saved["lr"]
