@@ -1,0 +1,459 @@
+"""tessel.torch.Shampoo: steps against an independent NumPy float64 Shampoo, parameter groups,
+the state dict's round trip, memory, and every error as a ValueError with a sentence."""
+
+import io
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import tessel
+import tessel.torch
+
+
+def inverse_root(factor, root, epsilon):
+    """(F + epsilon I)^(-1/root) by eigh, with Distributed Shampoo's perturbation: a spectrum whose
+    smallest eigenvalue is below epsilon is shifted so that it becomes epsilon."""
+    lam, q = np.linalg.eigh(factor + epsilon * np.eye(len(factor)))
+    if lam.min() < epsilon:
+        lam = lam - lam.min() + epsilon
+    return (q * lam ** (-1.0 / root)) @ q.T
+
+
+def reference_shampoo(w, grads, *, lr=0.1, beta1=0.9, epsilon=1e-12, grafting="none",
+                      grafting_epsilon=1e-10, momentum=0.0, use_nesterov=False, weight_decay=0.0,
+                      weight_decay_type="decoupled"):
+    """Distributed Shampoo's step written out for one block (the whole parameter, every mode
+    preconditioned): beta2 1, bias correction, roots every step."""
+    w = w.astype(np.float64)
+    factors = [np.zeros((d, d)) for d in w.shape]
+    filtered, accumulator, buffer = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
+    for t, g in enumerate(grads, start=1):
+        g = g.astype(np.float64)
+        if weight_decay_type == "l2":
+            g = g + weight_decay * w
+        for k, d in enumerate(w.shape):
+            rows = np.moveaxis(g, k, 0).reshape(d, -1)
+            factors[k] += rows @ rows.T
+        accumulator += g * g
+        filtered = beta1 * filtered + (1 - beta1) * g
+        x = filtered / (1 - beta1 ** t)
+        p = x
+        for factor in factors:  # each contraction moves the contracted mode to the end
+            p = np.tensordot(p, inverse_root(factor, 2 * w.ndim, epsilon), axes=([0], [0]))
+        if grafting != "none":
+            direction = x if grafting == "sgd" else x / (np.sqrt(accumulator) + grafting_epsilon)
+            p = p * np.linalg.norm(direction) / (np.linalg.norm(p) + 1e-16)
+        if weight_decay_type == "decoupled":
+            p = p + weight_decay * w
+        if momentum:
+            buffer = momentum * buffer + p
+            p = p + momentum * buffer if use_nesterov else buffer
+        w = w - lr * p
+    return w
+
+
+def run_tessel(w, grads, dtype=torch.float64, **options):
+    param = torch.nn.Parameter(torch.tensor(w, dtype=dtype))
+    # Factors in float64 too (Distributed Shampoo's default, and tessel's, is float32).
+    optimizer = tessel.torch.Shampoo([param], factor_matrix_dtype=torch.float64, **options)
+    for g in grads:
+        param.grad = torch.tensor(g, dtype=dtype)
+        optimizer.step()
+    return param.detach().numpy()
+
+
+def problem(shape, steps=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(shape), [rng.standard_normal(shape) for _ in range(steps)]
+
+
+# A (4, 3) weight kept 2-D (exponents 1/4, Shampoo proper) and a 1-D block (full-matrix AdaGrad,
+# exponent 1/2): the (2, 3) weight merged to (6) by the default target dimensionality 1.
+SHAPES = {"matrix": ((4, 3), dict(target_parameter_dimensionality=2)),
+          "merged_vector": ((2, 3), {})}
+CASES = {
+    "plain": {},
+    "adagrad_grafting": dict(grafting="adagrad"),
+    "sgd_grafting_momentum": dict(grafting="sgd", momentum=0.5),
+    "nesterov_decoupled_decay": dict(momentum=0.9, use_nesterov=True, weight_decay=0.01,
+                                     grafting="adagrad"),
+    "l2_decay_beta1_0": dict(weight_decay=0.05, weight_decay_type="l2", beta1=0.0),
+}
+
+
+@pytest.mark.parametrize("shape_case", list(SHAPES))
+@pytest.mark.parametrize("case", list(CASES))
+def test_steps_match_a_numpy_float64_shampoo(shape_case, case):
+    shape, plan_options = SHAPES[shape_case]
+    w, grads = problem(shape)
+    # Three gradients leave the factors rank-deficient; epsilon 1e-6 (not 1e-12) keeps their
+    # null space from amplifying two eigensolvers' rounding differences beyond 1e-9.
+    options = dict(CASES[case], lr=0.1, epsilon=1e-6)
+    beta1 = options.pop("beta1", 0.9)
+    ours = run_tessel(w, grads, betas=(beta1, 1.0), **options, **plan_options)
+    block = tessel.plan.shampoo([shape], **plan_options).params[0].merged_shape
+    theirs = reference_shampoo(w.reshape(block), [g.reshape(block) for g in grads], beta1=beta1,
+                               **options).reshape(shape)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-11)
+
+
+def test_float32_steps_follow_the_float64_ones():
+    # Kept 2-D, the factors are full rank after two steps (a merged (20) block's would not be,
+    # and its null space would magnify float32's rounding).
+    w, grads = problem((5, 4))
+    options = dict(grafting="adam", momentum=0.5, target_parameter_dimensionality=2,
+                   epsilon=1e-6)
+    f64 = run_tessel(w, grads, **options)
+    f32 = run_tessel(w, grads, dtype=torch.float32, **options)
+    assert f32.dtype == np.float32
+    np.testing.assert_allclose(f32, f64, rtol=1e-4, atol=1e-5)
+
+
+def test_blocks_of_a_split_parameter_are_preconditioned_apart():
+    # (6, 4) with max_preconditioner_dim 4: blocks (4, 4) and (2, 4), each stepped as a
+    # parameter of its own.
+    w, grads = problem((6, 4))
+    ours = run_tessel(w, grads, max_preconditioner_dim=4, target_parameter_dimensionality=2,
+                      grafting="adagrad", epsilon=1e-6)
+    halves = [reference_shampoo(w[r:r + 4], [g[r:r + 4] for g in grads], grafting="adagrad",
+                                lr=0.01, epsilon=1e-6) for r in (0, 4)]
+    np.testing.assert_allclose(ours, np.concatenate(halves), rtol=1e-9, atol=1e-11)
+
+
+def model_and_grads(dtype=torch.float32, steps=5, seed=1):
+    rng = np.random.default_rng(seed)
+    shapes = [(5, 3), (4,), (2, 3, 2)]
+    params = [torch.nn.Parameter(torch.tensor(rng.standard_normal(s), dtype=dtype))
+              for s in shapes]
+    grads = [[torch.tensor(rng.standard_normal(s), dtype=dtype) for s in shapes]
+             for _ in range(steps)]
+    return params, grads
+
+
+def take_steps(optimizer, params, grads):
+    for step_grads in grads:
+        for p, g in zip(params, step_grads):
+            p.grad = g.clone()
+        optimizer.step()
+
+
+ROUND_TRIP_OPTIONS = dict(lr=0.05, grafting="adam", momentum=0.9, use_nesterov=True,
+                          weight_decay=1e-3, max_preconditioner_dim=4, precondition_frequency=2,
+                          factor_matrix_dtype=torch.bfloat16)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_saved_state_resumes_bit_for_bit(dtype):
+    params, grads = model_and_grads(dtype)
+    uninterrupted = tessel.torch.Shampoo(params, **ROUND_TRIP_OPTIONS)
+    take_steps(uninterrupted, params, grads[:3])
+    saved_params = [p.detach().clone() for p in params]
+    buffer = io.BytesIO()
+    torch.save(uninterrupted.state_dict(), buffer)
+    take_steps(uninterrupted, params, grads[3:])
+
+    resumed_params = [torch.nn.Parameter(p) for p in saved_params]
+    resumed = tessel.torch.Shampoo(resumed_params, **ROUND_TRIP_OPTIONS)
+    buffer.seek(0)
+    resumed.load_state_dict(torch.load(buffer))
+    take_steps(resumed, resumed_params, grads[3:])
+    for a, b in zip(params, resumed_params):
+        assert torch.equal(a, b)
+    assert resumed.state_dict()["state"][0]['["step"]'].item() == 5
+
+
+def test_state_dict_is_keyed_like_distributed_shampoo():
+    params, grads = model_and_grads()
+    optimizer = tessel.torch.Shampoo(params, grafting="adagrad", max_preconditioner_dim=4)
+    take_steps(optimizer, params, grads[:1])
+    state = optimizer.state_dict()
+    assert sorted(state["state"]) == [0, 1, 2]
+    # (5, 3) stays (5, 3) (15 > 4): blocks (4, 3) and (1, 3), one factor per mode.
+    keys = state["state"][0]
+    for key in ['["step"]', '["block_0","shampoo","factor_matrices","0"]',
+                '["block_1","shampoo","inv_factor_matrices","1"]', '["block_1","adagrad"]',
+                '["block_1","filtered_grad"]']:
+        assert key in keys, sorted(keys)
+    assert keys['["block_1","shampoo","factor_matrices","0"]'].shape == (1, 1)
+    assert keys['["block_1","shampoo","factor_matrices","1"]'].shape == (3, 3)
+    assert keys['["step"]'].dtype == torch.int64 and keys['["step"]'].item() == 1
+    assert state["param_groups"][0]["params"] == [0, 1, 2]
+    assert state["param_groups"][0]["grafting"] == "adagrad"
+
+
+def test_parameters_are_updated_in_place_without_a_copy():
+    params, grads = model_and_grads()
+    pointers = [p.data_ptr() for p in params]
+    views = [p.detach().numpy() for p in params]  # the same memory, seen by NumPy
+    before = [v.copy() for v in views]
+    optimizer = tessel.torch.Shampoo(params, lr=0.1)
+    take_steps(optimizer, params, grads[:1])
+    assert [p.data_ptr() for p in params] == pointers
+    for view, old, p in zip(views, before, params):
+        assert not np.array_equal(view, old)
+        np.testing.assert_array_equal(view, p.detach().numpy())
+
+
+def test_parameter_groups_step_as_separate_optimizers():
+    params, grads = model_and_grads(torch.float64)
+    copies = [torch.nn.Parameter(p.detach().clone()) for p in params]
+    grouped = tessel.torch.Shampoo([{"params": params[:2], "grafting": "adagrad"},
+                                    {"params": params[2:], "lr": 0.5, "momentum": 0.9}], lr=0.1)
+    apart = [tessel.torch.Shampoo(copies[:2], lr=0.1, grafting="adagrad"),
+             tessel.torch.Shampoo(copies[2:], lr=0.5, momentum=0.9)]
+    take_steps(grouped, params, grads)
+    for step_grads in grads:
+        for p, g in zip(copies, step_grads):
+            p.grad = g.clone()
+        for optimizer in apart:
+            optimizer.step()
+    for a, b in zip(params, copies):
+        assert torch.equal(a, b)
+
+
+def test_lr_follows_the_param_group_between_steps():
+    params, grads = model_and_grads()
+    optimizer = tessel.torch.Shampoo(params)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.0 if step else 1.0)
+    take_steps(optimizer, params, grads[:1])
+    scheduler.step()  # lr 0 from now on
+    frozen = [p.detach().clone() for p in params]
+    take_steps(optimizer, params, grads[1:2])
+    for a, b in zip(frozen, params):
+        assert torch.equal(a, b)
+
+
+def test_a_closure_is_called_and_its_loss_returned():
+    w = torch.nn.Parameter(torch.ones(3))
+    optimizer = tessel.torch.Shampoo([w], lr=0.1)
+
+    def closure():
+        optimizer.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    assert optimizer.step(closure).item() == 3.0
+    assert (w < 1).all()
+
+
+def test_no_gradients_at_all_is_no_step():
+    params, _ = model_and_grads()
+    optimizer = tessel.torch.Shampoo(params)
+    optimizer.step()
+    assert optimizer.state_dict()["state"][0]['["step"]'].item() == 0
+
+
+# ---- errors ----
+
+def shampoo(*params, **options):
+    return tessel.torch.Shampoo(list(params), **options)
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(betas=(1.0, 1.0)), r"beta1 must be in \[0, 1\), got 1\."),
+    (dict(betas=(0.9, 1.5)), r"beta2 must be in \[0, 1\], got 1\.5\."),
+    (dict(betas=(0.9,)), r"betas must be a pair \(beta1, beta2\), got \(0\.9,\)\."),
+    (dict(epsilon=-1.0), r"epsilon"),
+    (dict(lr=-0.1), r"lr"),
+    (dict(momentum=1.5), r"momentum"),
+    (dict(precondition_frequency=0), r"precondition_frequency"),
+    (dict(grafting="adamw"), r'unknown grafting "adamw"; valid values are none, sgd, adagrad, '
+                             r'rmsprop and adam\.'),
+    (dict(weight_decay_type="L3"), r'unknown weight_decay_type "L3"; valid values are '
+                                   r'decoupled, l2, corrected and independent\.'),
+    (dict(preconditioner="muon"), r'unknown preconditioner "muon"; valid values are shampoo, '
+                                  r'eigendecomposed, eigenvalue_corrected, spectral_descent and '
+                                  r'sign_descent\.'),
+    (dict(factor_matrix_dtype="complex64"), r'unknown dtype "complex64"'),
+    (dict(factor_matrix_dtype=torch.int32), r"factor"),
+    (dict(max_preconditioner_dim=2.5), r"a dimension limit is an integer or math\.inf, got 2\.5"),
+    (dict(max_preconditioner_dim=0), r"max_preconditioner_dim"),
+    (dict(preconditioner="spectral_descent"), r"2-D"),
+])
+def test_bad_options_raise_value_error(options, message):
+    with pytest.raises(ValueError, match=message):
+        shampoo(torch.nn.Parameter(torch.zeros(3)), **options)
+
+
+def test_an_option_switched_off_by_another_is_a_warning():
+    with pytest.warns(UserWarning, match=r"use_nesterov has no effect with momentum 0\."):
+        shampoo(torch.nn.Parameter(torch.zeros(3)), use_nesterov=True)
+
+
+def test_bad_parameters_raise_value_error():
+    with pytest.raises(ValueError, match=r"parameter 0 has dtype torch\.float16; tessel's "
+                                         r"Shampoo steps float32 and float64 parameters\."):
+        shampoo(torch.nn.Parameter(torch.zeros(3, dtype=torch.float16)))
+    with pytest.raises(ValueError, match=r"parameter 1 has dtype torch\.float64 but parameter 0 "
+                                         r"has torch\.float32; one tessel Shampoo steps one "
+                                         r"dtype"):
+        shampoo(torch.nn.Parameter(torch.zeros(3)),
+                torch.nn.Parameter(torch.zeros(3, dtype=torch.float64)))
+    transposed = torch.nn.Parameter(torch.zeros(4, 3).t())
+    optimizer = shampoo(transposed)
+    transposed.grad = torch.zeros(4, 3).t()
+    with pytest.raises(ValueError, match=r"parameter 0 is not contiguous \(shape \(3,4\), "
+                                         r"strides \(1,3\)\); tessel's Shampoo reads and writes "
+                                         r"row-major memory in place\."):
+        optimizer.step()
+
+
+def test_a_missing_gradient_names_the_parameter():
+    params, grads = model_and_grads()
+    optimizer = tessel.torch.Shampoo(params)
+    params[0].grad = grads[0][0]
+    params[2].grad = grads[0][2]
+    before = [p.detach().clone() for p in params]
+    with pytest.raises(ValueError, match=r"parameter 1 \(shape \(4,\)\) has no gradient but "
+                                         r"others have; tessel's Shampoo steps every parameter "
+                                         r"together"):
+        optimizer.step()
+    assert all(torch.equal(a, b) for a, b in zip(before, params))
+
+
+def test_gradients_tessel_refuses():
+    w = torch.nn.Parameter(torch.zeros(3))
+    optimizer = shampoo(w)
+    w.grad = torch.tensor([0.0, math.nan, 1.0])
+    with pytest.raises(ValueError, match=r"the gradient of parameter 0 has the value nan at "
+                                         r"element 1; gradients must be finite\."):
+        optimizer.step()
+    w.grad = torch.zeros(3).to_sparse()
+    with pytest.raises(ValueError, match=r"the gradient of parameter 0 is torch\.sparse_coo"):
+        optimizer.step()
+
+
+def test_the_binding_checks_what_torch_cannot():
+    # torch itself refuses a .grad of another shape or dtype; the extension's own checks.
+    optimizer = tessel.torch.Shampoo([torch.nn.Parameter(torch.zeros(2, 3))])
+    native = optimizer._tessel
+    w = np.zeros((2, 3), np.float32)
+    for grad, message in [
+        (np.zeros((3, 2), np.float32),
+         r"the gradient of parameter 0 has shape \(3,2\) but the parameter has shape \(2,3\)\."),
+        (np.zeros((2, 3), np.float64),
+         r"the gradient of parameter 0 has dtype f64 but the optimizer steps f32 parameters"),
+        (np.zeros((2, 6), np.float32)[:, ::2], r"the gradient of parameter 0 is not contiguous"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            native.step([w], [grad])
+    with pytest.raises(ValueError, match=r"step got 2 parameters and 1 gradients but the "
+                                         r"optimizer has 1 parameters\."):
+        native.step([w, w], [w])
+
+
+def test_groups_cannot_be_added_after_construction():
+    optimizer = shampoo(torch.nn.Parameter(torch.zeros(3)))
+    with pytest.raises(ValueError, match=r"parameter groups cannot be added afterwards"):
+        optimizer.add_param_group({"params": [torch.nn.Parameter(torch.zeros(2))]})
+
+
+def test_bad_states_are_refused_and_change_nothing():
+    params, grads = model_and_grads()
+    optimizer = tessel.torch.Shampoo(params, grafting="adagrad")
+    take_steps(optimizer, params, grads[:2])
+    good = optimizer.state_dict()
+    other = tessel.torch.Shampoo(params, grafting="adam")
+    with pytest.raises(ValueError, match=r"parameter group 0 of the state has grafting='adagrad' "
+                                         r"but the optimizer was built with grafting='adam'; "
+                                         r"only lr may differ\."):
+        other.load_state_dict(good)
+
+    def changed(edit):
+        state = optimizer.state_dict()
+        edit(state["state"])
+        return state
+
+    fresh = tessel.torch.Shampoo(params, grafting="adagrad")
+    cases = [
+        (lambda s: s[0].pop('["block_0","adagrad"]'), r'\["0","block_0","adagrad"\]'),
+        (lambda s: s[1].update({'["block_0","adagrad"]': torch.zeros(5)}), r"shape"),
+        (lambda s: s[1].update({"block_0": torch.zeros(4)}), r"is not a JSON array of strings"),
+        (lambda s: s[1].update({'["step"]': torch.tensor(7)}), r"step"),
+    ]
+    for edit, message in cases:
+        with pytest.raises(ValueError, match=message):
+            fresh.load_state_dict(changed(edit))
+    assert fresh.state_dict()["state"][0]['["step"]'].item() == 0
+
+
+# ---- plans ----
+
+@pytest.mark.parametrize("shape, threshold, target, merged", [
+    ((1, 2, 5, 1), 10, 1, (10,)),  # Distributed Shampoo's docstring examples
+    ((1, 2, 5, 1), 1, 1, (2, 5)),
+    ((32, 3, 64, 64), 8192, 1, (96, 4096)),
+    ((32, 3, 64, 64), 1_000_000, 2, (32, 12288)),
+    ((32, 3, 64, 64), 1024, 2, (32, 192, 64)),  # api-contract.md's CLI example
+    ((4, 0, 3), 10, 1, (0,)),
+    ((), 10, 1, (1,)),
+    ((1, 1), 10, 1, (1,)),
+    ((3, 1, 4), 2, math.inf, (3, 1, 4)),
+])
+def test_merge_small_dims(shape, threshold, target, merged):
+    assert tessel.merge_small_dims(shape, threshold, target) == merged
+
+
+def test_multi_dim_split():
+    blocks = tessel.multi_dim_split((5, 3), 2)
+    assert [b.offset for b in blocks] == [(0, 0), (0, 2), (2, 0), (2, 2), (4, 0), (4, 2)]
+    assert [b.shape for b in blocks] == [(2, 2), (2, 1), (2, 2), (2, 1), (1, 2), (1, 1)]
+    assert tessel.multi_dim_split((5, 2), 3) == [((0, 0), (3, 2)), ((3, 0), (2, 2))]
+    assert tessel.multi_dim_split((5, 3), 5) == [((0, 0), (5, 3))]
+    assert tessel.multi_dim_split((5, 3), math.inf) == [((0, 0), (5, 3))]
+
+
+def test_shampoo_plan_of_the_docs_examples():
+    plan = tessel.plan.shampoo([(32, 3, 64, 64), (1, 5)], max_preconditioner_dim=8192)
+    conv, row = plan.params
+    assert (conv.shape, conv.merged_shape) == ((32, 3, 64, 64), (96, 4096))
+    (block,) = conv.blocks
+    assert (block.index, block.offset, block.shape, block.bytes) == (0, (0, 0), (96, 4096), 1572864)
+    assert block.factor_shapes == ((96, 96), (4096, 4096))
+    assert row.merged_shape == (5,) and row.blocks[0].bytes == 20
+    assert plan.rank_bytes == (1572864 + 64,) and plan.num_blocks == 2
+
+    # examples/shampoo_mlp: blocks of at most 24 per mode, two ranks.
+    plan = tessel.plan.shampoo([(32, 17), (4, 33)], 24, 2, group_size=2)
+    assert [(b.offset, b.shape) for p in plan.params for b in p.blocks] == [
+        ((0, 0), (24, 17)), ((24, 0), (8, 17)), ((0, 0), (4, 24)), ((0, 24), (4, 9))]
+    assert [b.rank for p in plan.params for b in p.blocks] == [0, 1, 1, 1]
+    assert plan.num_groups == 4
+    assert tessel.plan.shampoo([(16, 8)]).params[0].blocks[0].shape == (128,)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: tessel.multi_dim_split((5, 3), 0),
+     r"multi_dim_split needs a split size > 0, got 0 for shape \(5,3\)\."),
+    (lambda: tessel.merge_small_dims((2, -1), 10), r"shape \(2,-1\)"),
+    (lambda: tessel.merge_small_dims((2,) * 9, 10), r"shape \(2,2,2,2,2,2,2,2,2\) has 9 "
+                                                    r"dimensions; tessel takes at most 8\."),
+    (lambda: tessel.merge_small_dims((2, 3), 10, 0),
+     r"target_dims must be >= 1 or math\.inf, got 0\."),
+    (lambda: tessel.plan.shampoo([(2, 3)], 0), r"max_preconditioner_dim"),
+    (lambda: tessel.plan.shampoo([(2, 3)], group_size=0), r"group"),
+    (lambda: tessel.plan.shampoo([(2, 3)], dtype="complex"), r'unknown dtype "complex"'),
+])
+def test_bad_plan_arguments_raise_value_error(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+
+def test_an_option_of_the_wrong_type_is_a_type_error():
+    with pytest.raises(TypeError, match=r"the option lr cannot be 'fast'\."):
+        shampoo(torch.nn.Parameter(torch.zeros(3)), lr="fast")
+
+
+@pytest.mark.parametrize("grafting", ["rmsprop", "adam"])
+def test_grafting_beta2_defaults_to_the_methods_and_can_be_set(grafting):
+    w, grads = problem((3, 2))
+    default = run_tessel(w, grads, grafting=grafting)
+    named = run_tessel(w, grads, grafting=grafting,
+                       grafting_beta2={"rmsprop": 0.99, "adam": 0.999}[grafting])
+    other = run_tessel(w, grads, grafting=grafting, grafting_beta2=0.5)
+    np.testing.assert_array_equal(default, named)
+    assert not np.array_equal(default, other)
