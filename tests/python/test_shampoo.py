@@ -301,6 +301,13 @@ def test_bad_parameters_raise_value_error():
         optimizer.step()
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_parameters_are_refused_not_copied():
+    with pytest.raises(ValueError, match=r"parameter 0 lives on cuda:0; tessel's Python module "
+                                         r"is host-only for now\."):
+        shampoo(torch.nn.Parameter(torch.zeros(3, device="cuda")))
+
+
 def test_a_missing_gradient_names_the_parameter():
     params, grads = model_and_grads()
     optimizer = tessel.torch.Shampoo(params)
