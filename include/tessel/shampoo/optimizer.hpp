@@ -1618,7 +1618,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
 
 }  // namespace tessel::shampoo
 
-// The tessel::shampoo_prebuilt library (CMake; src/shampoo_prebuilt.cpp) compiles the common
+// The tessel::shampoo_prebuilt library (CMake; src/shampoo_prebuilt*.cpp) compiles the common
 // optimizers once. A translation unit built with TESSEL_SHAMPOO_PREBUILT (the library's targets
 // get it) links to them instead of compiling the step itself, which is most of a Shampoo
 // program's compile time (docs/benchmarks.md). A static plan on the default executor then compiles
