@@ -135,8 +135,9 @@ sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
                         dim_or_infinite(get("target_parameter_dimensionality", dims))};
 }
 
-// Runs `make` with tessel's warnings collected, then raises each as a Python UserWarning (the
-// handler must not call into Python: the optimizer may be built without the GIL one day).
+// Runs `make` with tessel's warnings collected, then raises each as a Python UserWarning: raised
+// from inside the handler, a warning filter set to "error" would throw through tessel's
+// constructor.
 template <class F>
 auto with_python_warnings(F&& make) {
   std::vector<std::string> sentences;
@@ -200,9 +201,8 @@ class Optimizer {
       pgs.push_back(
           param_group(nb::cast<std::vector<index_t>>(pair[0]), nb::cast<nb::dict>(pair[1])));
     }
-    auto made = with_python_warnings(
+    shampoo_ = with_python_warnings(
         [&] { return std::make_unique<sh::GroupedShampoo<T>>(shapes_, std::move(pgs)); });
-    shampoo_ = std::move(made);
   }
 
   // params[i] and grads[i]: parameter i's tensor (updated in place) and its gradient.

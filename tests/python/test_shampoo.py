@@ -3,6 +3,7 @@ the state dict's round trip, memory, and every error as a ValueError with a sent
 
 import io
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -281,6 +282,10 @@ def test_bad_options_raise_value_error(options, message):
 def test_an_option_switched_off_by_another_is_a_warning():
     with pytest.warns(UserWarning, match=r"use_nesterov has no effect with momentum 0\."):
         shampoo(torch.nn.Parameter(torch.zeros(3)), use_nesterov=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match=r"use_nesterov"):
+            shampoo(torch.nn.Parameter(torch.zeros(3)), use_nesterov=True)
 
 
 def test_bad_parameters_raise_value_error():
