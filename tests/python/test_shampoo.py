@@ -3,6 +3,9 @@ the state dict's round trip, memory, and every error as a ValueError with a sent
 
 import io
 import math
+import os
+import pathlib
+import subprocess
 import warnings
 
 import numpy as np
@@ -469,3 +472,39 @@ def test_grafting_beta2_defaults_to_the_methods_and_can_be_set(grafting):
     other = run_tessel(w, grads, grafting=grafting, grafting_beta2=0.5)
     np.testing.assert_array_equal(default, named)
     assert not np.array_equal(default, other)
+
+
+# ---- against the C++ command-line tool, where one is built (not in tools/python-test) ----
+
+def tessel_cli():
+    root = pathlib.Path(__file__).parents[2]
+    for candidate in (os.environ.get("TESSEL_CLI"), root / "build/default/bin/tessel"):
+        if candidate and pathlib.Path(candidate).is_file():
+            return str(candidate)
+    return None
+
+
+@pytest.mark.skipif(tessel_cli() is None,
+                    reason="no tessel CLI (set TESSEL_CLI or build build/default/bin/tessel)")
+def test_steps_match_the_tessel_shampoo_run_cli(tmp_path):
+    params, grads = model_and_grads(torch.float64, steps=3)
+    start = [p.detach().numpy().copy() for p in params]
+    optimizer = tessel.torch.Shampoo(params, lr=0.05, grafting="adam", momentum=0.9,
+                                     use_nesterov=True, weight_decay=1e-3,
+                                     max_preconditioner_dim=4, precondition_frequency=2,
+                                     factor_matrix_dtype=torch.float64)
+    take_steps(optimizer, params, grads)
+    command = [tessel_cli(), "shampoo", "run", "--lr", "0.05", "--grafting", "adam",
+               "--momentum", "0.9", "--nesterov", "--weight-decay", "1e-3",
+               "--max-preconditioner-dim", "4", "--precondition-frequency", "2",
+               "--factor-dtype", "f64"]
+    for i, w in enumerate(start):
+        np.save(tmp_path / f"w{i}.npy", w)
+        np.save(tmp_path / f"g{i}.npy", np.stack([step[i].numpy() for step in grads]))
+        command += ["--param", str(tmp_path / f"w{i}.npy"), "--grads",
+                    str(tmp_path / f"g{i}.npy"), "--out", str(tmp_path / f"o{i}.npy")]
+    subprocess.run(command, check=True, capture_output=True)
+    for i, p in enumerate(params):
+        # The same C++ step, compiled with other flags (-march=native here): rounding apart.
+        np.testing.assert_allclose(p.detach().numpy(), np.load(tmp_path / f"o{i}.npy"),
+                                   rtol=1e-12, atol=1e-14)
