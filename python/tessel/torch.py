@@ -9,8 +9,6 @@ Cross-Entropy do) and the forward computes the loss alone. Tensors cross through
 copies; the gradients come back as NumPy-owned memory viewed by ``torch.from_numpy``.
 """
 
-import json
-
 import torch
 
 from . import _options, _tessel
@@ -105,21 +103,20 @@ def _state_tensor(dtype, shape, data):
     return torch.frombuffer(bytearray(data), dtype=_TORCH_DTYPES[dtype]).reshape(shape)
 
 
-def _state_entry(param, text, tensor):
-    """(key path, dtype name, shape, bytes) of one tensor of a state dict, as the C++ takes it."""
-    try:
-        tail = json.loads(text)
-    except (TypeError, json.JSONDecodeError):
-        tail = None
-    if not isinstance(tail, list) or not all(isinstance(k, str) for k in tail):
-        raise ValueError(f"the state key {text!r} of parameter {param} is not a JSON array of "
-                         f"strings such as '[\"step\"]'.")
-    if not isinstance(tensor, torch.Tensor) or tensor.dtype not in _TESSEL_DTYPES:
-        raise ValueError(f"the state's {text} of parameter {param} is not a tensor of a dtype "
+def _state_entries(param, node, path=()):
+    """(key path, dtype name, shape, bytes) of every tensor under one parameter's nested state,
+    as the C++ takes them."""
+    if isinstance(node, dict):
+        for key, child in node.items():
+            yield from _state_entries(param, child, path + (str(key),))
+        return
+    where = "/".join(path) or "(the parameter's state itself)"
+    if not isinstance(node, torch.Tensor) or node.dtype not in _TESSEL_DTYPES:
+        raise ValueError(f"the state's {where} of parameter {param} is not a tensor of a dtype "
                          f"tessel keeps ({', '.join(map(str, _TESSEL_DTYPES))}).")
-    flat = tensor.detach().cpu().contiguous().reshape(-1)
-    return ([str(param)] + tail, _TESSEL_DTYPES[tensor.dtype], list(tensor.shape),
-            flat.view(torch.uint8).numpy().tobytes())
+    flat = node.detach().cpu().contiguous().reshape(-1)
+    yield ([str(param), *path], _TESSEL_DTYPES[node.dtype], list(node.shape),
+           flat.view(torch.uint8).numpy().tobytes())
 
 
 class Shampoo(torch.optim.Optimizer):
@@ -226,14 +223,16 @@ class Shampoo(torch.optim.Optimizer):
         return loss
 
     def state_dict(self):
-        """``{"state": {param index: {key: tensor}}, "param_groups": [...]}``: the C++ state
-        dictionary, each key path (``["0", "block_1", "shampoo", "factor_matrices", "0"]``) split
-        into its parameter and the rest as compact JSON (``'["block_1","shampoo",
-        "factor_matrices","0"]'``, ``'["step"]'``); tensors hold the state's exact bytes."""
+        """``{"state": {param index: nested dict}, "param_groups": [...]}``, torch's layout, with
+        each parameter's state nested as Distributed Shampoo nests it:
+        ``state["state"][0]["block_1"]["shampoo"]["factor_matrices"]["0"]``,
+        ``state["state"][0]["step"]``; tensors hold the C++ state's exact bytes."""
         state = {}
         for key, dtype, shape, data in self._tessel.state_dict():
-            text = json.dumps(key[1:], separators=(",", ":"))
-            state.setdefault(int(key[0]), {})[text] = _state_tensor(dtype, shape, data)
+            node = state.setdefault(int(key[0]), {})
+            for part in key[1:-1]:
+                node = node.setdefault(part, {})
+            node[key[-1]] = _state_tensor(dtype, shape, data)
         groups, first = [], 0
         for group in self.param_groups:
             count = len(group["params"])
@@ -262,8 +261,7 @@ class Shampoo(torch.optim.Optimizer):
                     raise ValueError(f"parameter group {g} of the state has {k}={saved.get(k)!r} "
                                      f"but the optimizer was built with {k}={v!r}; only lr may "
                                      f"differ.")
-        self._tessel.load_state_dict([_state_entry(p, text, t)
-                                      for p, tensors in state_dict["state"].items()
-                                      for text, t in tensors.items()])
+        self._tessel.load_state_dict([entry for p, node in state_dict["state"].items()
+                                      for entry in _state_entries(p, node)])
         for saved, group in zip(saved_groups, self.param_groups):
             group["lr"] = saved["lr"]
