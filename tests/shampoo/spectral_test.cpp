@@ -449,57 +449,79 @@ TEST(SpectralDescent, BlocksThatAreNot2DAreRefusedAndFactorOptionsAreWarned) {
   EXPECT_EQ(resolved_start_step(r), 1);
 }
 
-TEST(EigenvalueCorrected, StepsFollowTheRotatedSecondMomentAndTheStateRoundTrips) {
+// Four steps of eigenvalue-corrected Shampoo on a (rows, cols) block with `ignored` dimensions
+// (ignored_basis_change_dims[2]) against a float64 reference: the factors' eigenvectors from
+// Eigen's eigensolver (the identity for an ignored dimension), the rotated gradient's second
+// moment, and the update rotated back. The state has one factor per kept dimension, numbered in
+// order as Distributed Shampoo numbers them, and resumes from step 2 bit for bit.
+void expect_eigenvalue_corrected_steps(index_t rows, index_t cols,
+                                       std::vector<index_t> const& ignored) {
   using M = Eigen::MatrixXd;
-  for (auto [rows, cols] : {std::pair<index_t, index_t>{4, 3}, {3, 4}}) {
-    Options o;
-    o.preconditioner = PreconditionerType::eigenvalue_corrected;
-    o.beta1 = 0.0;
-    o.beta2 = 0.9;
-    o.epsilon = 1e-6;
-    o.lr = 0.01;
-    o.use_bias_correction = false;
-    o.factor_matrix_dtype = DType::f64;
-    Shampoo<double> opt(plan_for({{rows, cols}}), o);
-    auto const n = static_cast<std::size_t>(rows * cols);
-    std::vector<double> w = random_values(n, 21);
-    M wr = Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor>>(w.data(), rows, cols);
-    M l = M::Zero(rows, rows), r = M::Zero(cols, cols), v = M::Zero(rows, cols);
-    StateDict mid;
-    std::vector<double> w_mid;
-    for (unsigned t = 1; t <= 4; ++t) {
-      std::vector<double> const g = random_values(n, 30 + t);
-      opt.step({std::span<double>(w)}, {std::span<double const>(g)});
-      M const gm =
-          Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const>(g.data(), rows, cols);
-      l = 0.9 * l + 0.1 * gm * gm.transpose();
-      r = 0.9 * r + 0.1 * gm.transpose() * gm;
-      M const ql = Eigen::SelfAdjointEigenSolver<M>(l).eigenvectors();
-      M const qr = Eigen::SelfAdjointEigenSolver<M>(r).eigenvectors();
-      M const rotated = ql.transpose() * gm * qr;
-      v = 0.9 * v + 0.1 * rotated.cwiseProduct(rotated);
-      M const scaled = rotated.array() / (v.array().sqrt() + 1e-6);
-      wr -= 0.01 * (ql * scaled * qr.transpose());
-      for (index_t i = 0; i < rows; ++i)
-        for (index_t j = 0; j < cols; ++j)
-          EXPECT_NEAR(w[static_cast<std::size_t>(i * cols + j)], wr(i, j), 1e-9)
-              << rows << "x" << cols << " step " << t << " (" << i << ", " << j << ")";
-      if (t == 2) {
-        mid = opt.state_dict();
-        w_mid = w;
-      }
+  bool const rotate_rows = std::find(ignored.begin(), ignored.end(), 0) == ignored.end();
+  bool const rotate_cols = std::find(ignored.begin(), ignored.end(), 1) == ignored.end();
+  SCOPED_TRACE(::testing::Message() << rows << "x" << cols << ", rows rotated " << rotate_rows
+                                    << ", columns rotated " << rotate_cols);
+  Options o;
+  o.preconditioner = PreconditionerType::eigenvalue_corrected;
+  if (!ignored.empty()) o.ignored_basis_change_dims[2] = ignored;
+  o.beta1 = 0.0;
+  o.beta2 = 0.9;
+  o.epsilon = 1e-6;
+  o.lr = 0.01;
+  o.use_bias_correction = false;
+  o.factor_matrix_dtype = DType::f64;
+  EXPECT_EQ(ignored_options(o), std::vector<std::string>{});
+  Shampoo<double> opt(plan_for({{rows, cols}}), o);
+  auto const n = static_cast<std::size_t>(rows * cols);
+  std::vector<double> w = random_values(n, 21);
+  M wr = Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor>>(w.data(), rows, cols);
+  M l = M::Zero(rows, rows), r = M::Zero(cols, cols), v = M::Zero(rows, cols);
+  StateDict mid;
+  std::vector<double> w_mid;
+  for (unsigned t = 1; t <= 4; ++t) {
+    std::vector<double> const g = random_values(n, 30 + t);
+    opt.step({std::span<double>(w)}, {std::span<double const>(g)});
+    M const gm =
+        Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const>(g.data(), rows, cols);
+    l = 0.9 * l + 0.1 * gm * gm.transpose();
+    r = 0.9 * r + 0.1 * gm.transpose() * gm;
+    M const ql = rotate_rows ? M(Eigen::SelfAdjointEigenSolver<M>(l).eigenvectors())
+                             : M(M::Identity(rows, rows));
+    M const qr = rotate_cols ? M(Eigen::SelfAdjointEigenSolver<M>(r).eigenvectors())
+                             : M(M::Identity(cols, cols));
+    M const rotated = ql.transpose() * gm * qr;
+    v = 0.9 * v + 0.1 * rotated.cwiseProduct(rotated);
+    M const scaled = rotated.array() / (v.array().sqrt() + 1e-6);
+    wr -= 0.01 * (ql * scaled * qr.transpose());
+    for (index_t i = 0; i < rows; ++i)
+      for (index_t j = 0; j < cols; ++j)
+        EXPECT_NEAR(w[static_cast<std::size_t>(i * cols + j)], wr(i, j), 1e-9)
+            << "step " << t << " (" << i << ", " << j << ")";
+    if (t == 2) {
+      mid = opt.state_dict();
+      w_mid = w;
     }
-    EXPECT_TRUE(mid.contains({"0", "block_0", "shampoo", "factor_matrices_eigenvectors", "1"}));
-    EXPECT_TRUE(mid.contains({"0", "block_0", "shampoo", "corrected_eigenvalues"}));
-    // Resumed from step 2, steps 3 and 4 give the same parameters bit for bit.
-    Shampoo<double> resumed(plan_for({{rows, cols}}), o);
-    resumed.load_state_dict(mid);
-    for (unsigned t = 3; t <= 4; ++t) {
-      std::vector<double> const g = random_values(n, 30 + t);
-      resumed.step({std::span<double>(w_mid)}, {std::span<double const>(g)});
-    }
-    EXPECT_EQ(w_mid, w);
   }
+  std::size_t const kept = static_cast<std::size_t>(rotate_rows) + (rotate_cols ? 1 : 0);
+  EXPECT_EQ(opt.preconditioned_dims(0).size(), kept);
+  for (std::size_t j = 0; j < 2; ++j) {
+    StateKey const key{"0", "block_0", "shampoo", "factor_matrices_eigenvectors",
+                       std::to_string(j)};
+    EXPECT_EQ(mid.contains(key), j < kept) << state_key_text(key);
+  }
+  EXPECT_TRUE(mid.contains({"0", "block_0", "shampoo", "corrected_eigenvalues"}));
+  Shampoo<double> resumed(plan_for({{rows, cols}}), o);
+  resumed.load_state_dict(mid);
+  for (unsigned t = 3; t <= 4; ++t) {
+    std::vector<double> const g = random_values(n, 30 + t);
+    resumed.step({std::span<double>(w_mid)}, {std::span<double const>(g)});
+  }
+  EXPECT_EQ(w_mid, w);
+}
+
+TEST(EigenvalueCorrected, StepsFollowTheRotatedSecondMomentAndTheStateRoundTrips) {
+  expect_eigenvalue_corrected_steps(4, 3, {});
+  expect_eigenvalue_corrected_steps(3, 4, {});
   Options warned;
   warned.preconditioner = PreconditionerType::eigenvalue_corrected;
   warned.inverse_exponent_override[2] = 0.25;
@@ -510,73 +532,13 @@ TEST(EigenvalueCorrected, StepsFollowTheRotatedSecondMomentAndTheStateRoundTrips
                                      "eigenvectors, not roots."});
 }
 
-// ignored_basis_change_dims: an ignored dimension keeps the gradient's own basis (Q = I in the
-// reference) and has no factor or eigenvectors in the state; the kept factors are numbered in
-// order, as Distributed Shampoo numbers them; ignoring both dimensions is Adam's per-element
-// scaling. Resumed from step 2 bit for bit; bad settings are refused, unused ones warned.
+// ignored_basis_change_dims: an ignored dimension keeps the gradient's own basis; ignoring both
+// is Adam's per-element scaling. Bad settings are refused, unused ones warned.
 TEST(EigenvalueCorrected, IgnoredBasisChangeDimsKeepTheirDimensionsUnrotated) {
-  using M = Eigen::MatrixXd;
-  index_t const rows = 4, cols = 3;
-  auto const n = static_cast<std::size_t>(rows * cols);
   for (std::vector<index_t> const& ignored :
        {std::vector<index_t>{0}, std::vector<index_t>{1}, std::vector<index_t>{1, 0}}) {
-    bool const rotate_rows = std::find(ignored.begin(), ignored.end(), 0) == ignored.end();
-    bool const rotate_cols = std::find(ignored.begin(), ignored.end(), 1) == ignored.end();
-    Options o;
-    o.preconditioner = PreconditionerType::eigenvalue_corrected;
-    o.ignored_basis_change_dims[2] = ignored;
-    o.beta1 = 0.0;
-    o.beta2 = 0.9;
-    o.epsilon = 1e-6;
-    o.lr = 0.01;
-    o.use_bias_correction = false;
-    o.factor_matrix_dtype = DType::f64;
-    EXPECT_EQ(ignored_options(o), std::vector<std::string>{});
-    Shampoo<double> opt(plan_for({{rows, cols}}), o);
-    std::vector<double> w = random_values(n, 21);
-    M wr = Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor>>(w.data(), rows, cols);
-    M l = M::Zero(rows, rows), r = M::Zero(cols, cols), v = M::Zero(rows, cols);
-    StateDict mid;
-    std::vector<double> w_mid;
-    for (unsigned t = 1; t <= 4; ++t) {
-      std::vector<double> const g = random_values(n, 30 + t);
-      opt.step({std::span<double>(w)}, {std::span<double const>(g)});
-      M const gm =
-          Eigen::Map<Eigen::Matrix<double, -1, -1, Eigen::RowMajor> const>(g.data(), rows, cols);
-      l = 0.9 * l + 0.1 * gm * gm.transpose();
-      r = 0.9 * r + 0.1 * gm.transpose() * gm;
-      M const ql = rotate_rows ? M(Eigen::SelfAdjointEigenSolver<M>(l).eigenvectors())
-                               : M(M::Identity(rows, rows));
-      M const qr = rotate_cols ? M(Eigen::SelfAdjointEigenSolver<M>(r).eigenvectors())
-                               : M(M::Identity(cols, cols));
-      M const rotated = ql.transpose() * gm * qr;
-      v = 0.9 * v + 0.1 * rotated.cwiseProduct(rotated);
-      M const scaled = rotated.array() / (v.array().sqrt() + 1e-6);
-      wr -= 0.01 * (ql * scaled * qr.transpose());
-      for (index_t i = 0; i < rows; ++i)
-        for (index_t j = 0; j < cols; ++j)
-          EXPECT_NEAR(w[static_cast<std::size_t>(i * cols + j)], wr(i, j), 1e-9)
-              << "ignored " << ignored.size() << " step " << t << " (" << i << ", " << j << ")";
-      if (t == 2) {
-        mid = opt.state_dict();
-        w_mid = w;
-      }
-    }
-    std::size_t const kept = static_cast<std::size_t>(rotate_rows) + (rotate_cols ? 1 : 0);
-    EXPECT_EQ(opt.preconditioned_dims(0).size(), kept);
-    for (std::size_t j = 0; j < 2; ++j) {
-      StateKey const key{"0", "block_0", "shampoo", "factor_matrices_eigenvectors",
-                         std::to_string(j)};
-      EXPECT_EQ(mid.contains(key), j < kept) << state_key_text(key);
-    }
-    EXPECT_TRUE(mid.contains({"0", "block_0", "shampoo", "corrected_eigenvalues"}));
-    Shampoo<double> resumed(plan_for({{rows, cols}}), o);
-    resumed.load_state_dict(mid);
-    for (unsigned t = 3; t <= 4; ++t) {
-      std::vector<double> const g = random_values(n, 30 + t);
-      resumed.step({std::span<double>(w_mid)}, {std::span<double const>(g)});
-    }
-    EXPECT_EQ(w_mid, w);
+    expect_eigenvalue_corrected_steps(4, 3, ignored);
+    expect_eigenvalue_corrected_steps(3, 4, ignored);
   }
   Options bad;
   bad.preconditioner = PreconditionerType::eigenvalue_corrected;
