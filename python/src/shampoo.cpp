@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -74,6 +75,68 @@ std::string_view preconditioner_key(sh::PreconditionerType t) {
   return "unknown";
 }
 
+// Python's spelling of the eigendecomposition and orthogonalization methods (tessel's names are
+// prose).
+std::string_view eigendecomposition_key(sh::EigendecompositionMethod m) {
+  switch (m) {
+    case sh::EigendecompositionMethod::eigh:
+      return "eigh";
+    case sh::EigendecompositionMethod::qr:
+      return "qr";
+  }
+  return "unknown";
+}
+
+std::string_view orthogonalization_key(sh::OrthogonalizationMethod m) {
+  switch (m) {
+    case sh::OrthogonalizationMethod::newton_schulz:
+      return "newton_schulz";
+    case sh::OrthogonalizationMethod::svd:
+      return "svd";
+  }
+  return "unknown";
+}
+
+// A Python value as V, or a TypeError naming the option and the value.
+template <class V>
+V cast_option(nb::handle value, char const* key) {
+  try {
+    return nb::cast<V>(value);
+  } catch (nb::cast_error const&) {
+    throw nb::type_error(
+        sentence("the option ", key, " cannot be ", nb::repr(value).c_str(), ".").c_str());
+  }
+}
+
+// Distributed Shampoo's inverse_exponent_override: {order: exponent or {dim: exponent}}.
+sh::InverseExponentOverride exponent_override(nb::handle value) {
+  constexpr char const* key = "inverse_exponent_override";
+  sh::InverseExponentOverride out;
+  if (value.is_none()) return out;
+  for (auto [order, e] : cast_option<nb::dict>(value, key)) {
+    auto& entry = out[cast_option<index_t>(order, key)];
+    if (nb::isinstance<nb::dict>(e)) {
+      std::map<index_t, double> per_dim;
+      for (auto [dim, x] : nb::cast<nb::dict>(e))
+        per_dim[cast_option<index_t>(dim, key)] = cast_option<double>(x, key);
+      entry = std::move(per_dim);
+    } else {
+      entry = cast_option<double>(e, key);
+    }
+  }
+  return out;
+}
+
+// Distributed Shampoo's ignored_basis_change_dims: {order: [dims]}.
+sh::IgnoredBasisChangeDims ignored_dims(nb::handle value) {
+  constexpr char const* key = "ignored_basis_change_dims";
+  sh::IgnoredBasisChangeDims out;
+  if (value.is_none()) return out;
+  for (auto [order, dims] : cast_option<nb::dict>(value, key))
+    out[cast_option<index_t>(order, key)] = cast_option<std::vector<index_t>>(dims, key);
+  return out;
+}
+
 // math.inf (None here) is Distributed Shampoo's "no limit", tessel's shampoo::infinite.
 index_t dim_or_infinite(std::optional<index_t> v) {
   return v ? *v : sh::infinite;
@@ -83,12 +146,7 @@ index_t dim_or_infinite(std::optional<index_t> v) {
 // options under Distributed Shampoo's names (tessel.torch fills every key).
 sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
   auto get = [&]<class V>(char const* key, std::type_identity<V>) {
-    try {
-      return nb::cast<V>(d[key]);
-    } catch (nb::cast_error const&) {
-      throw nb::type_error(
-          sentence("the option ", key, " cannot be ", nb::repr(d[key]).c_str(), ".").c_str());
-    }
+    return cast_option<V>(d[key], key);
   };
   auto const real = std::type_identity<double>{};
   auto const integer = std::type_identity<index_t>{};
@@ -129,6 +187,23 @@ sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
       preconditioner_key);
   o.factor_matrix_dtype = tessel::parse_dtype(get("factor_matrix_dtype", text));
   o.use_symmetric_packing = get("use_symmetric_packing", flag);
+  o.inverse_exponent_override = exponent_override(d["inverse_exponent_override"]);
+  o.ignored_basis_change_dims = ignored_dims(d["ignored_basis_change_dims"]);
+  o.use_trace_scaling = get("use_trace_scaling", flag);
+  o.trace_scaling_exponent = get("trace_scaling_exponent", real);
+  o.drop_weighting_factor_on_gsquare = get("drop_weighting_factor_on_gsquare", flag);
+  o.kl_shampoo = get("kl_shampoo", flag);
+  o.root.eigendecomposition.method =
+      parse_choice(get("eigendecomposition", text), "eigendecomposition",
+                   std::array{sh::EigendecompositionMethod::eigh, sh::EigendecompositionMethod::qr},
+                   eigendecomposition_key);
+  o.root.eigendecomposition.tolerance = get("eigendecomposition_tolerance", real);
+  o.root.eigendecomposition.max_iterations = get("qr_max_iterations", integer);
+  o.orthogonalization = parse_choice(
+      get("orthogonalization", text), "orthogonalization",
+      std::array{sh::OrthogonalizationMethod::newton_schulz, sh::OrthogonalizationMethod::svd},
+      orthogonalization_key);
+  o.svd.scale_by_nuclear_norm = get("svd_scale_by_nuclear_norm", flag);
   auto const dims = std::type_identity<std::optional<index_t>>{};
   return sh::ParamGroup{std::move(params), std::move(o),
                         dim_or_infinite(get("max_preconditioner_dim", dims)),

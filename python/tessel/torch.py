@@ -129,8 +129,14 @@ class Shampoo(torch.optim.Optimizer):
     (``grafting_config``); ``preconditioner`` "shampoo" (``DefaultShampooConfig``),
     "eigendecomposed", "eigenvalue_corrected", "spectral_descent" or "sign_descent";
     ``target_parameter_dimensionality`` (``distributed_config``'s); ``factor_matrix_dtype``.
-    ``weight_decay_type`` is "decoupled", "l2", "corrected" or "independent". Each parameter
-    group (a dict, as for any torch optimizer) may set its own options.
+    ``weight_decay_type`` is "decoupled", "l2", "corrected" or "independent". The preconditioner
+    configs' settings: ``inverse_exponent_override`` ({order: exponent or {dim: exponent}}),
+    ``use_trace_scaling``, ``trace_scaling_exponent``, ``drop_weighting_factor_on_gsquare``,
+    ``kl_shampoo`` (the KL configs), ``ignored_basis_change_dims`` ({order: [dims]},
+    eigenvalue-corrected), ``eigendecomposition`` "eigh" or "qr" with
+    ``eigendecomposition_tolerance`` and ``qr_max_iterations`` (``DefaultSOAPConfig``: "qr"),
+    ``orthogonalization`` "newton_schulz" or "svd" with ``svd_scale_by_nuclear_norm`` (spectral
+    descent). Each parameter group (a dict, as for any torch optimizer) may set its own options.
 
     Every parameter is a contiguous CPU tensor of one dtype, float32 or float64, and is updated
     in place (no copy). A step needs the gradient of every parameter, or of none (then nothing
@@ -145,7 +151,13 @@ class Shampoo(torch.optim.Optimizer):
                  target_parameter_dimensionality=1, precondition_frequency=1,
                  start_preconditioning_step=-1, use_bias_correction=True, grafting="none",
                  grafting_beta2=None, grafting_epsilon=1e-10, preconditioner="shampoo",
-                 factor_matrix_dtype=torch.float32, use_symmetric_packing=False):
+                 factor_matrix_dtype=torch.float32, use_symmetric_packing=False,
+                 inverse_exponent_override=None, ignored_basis_change_dims=None,
+                 use_trace_scaling=False, trace_scaling_exponent=0.5,
+                 drop_weighting_factor_on_gsquare=False, kl_shampoo=False,
+                 eigendecomposition="eigh", eigendecomposition_tolerance=0.0,
+                 qr_max_iterations=1, orthogonalization="newton_schulz",
+                 svd_scale_by_nuclear_norm=False):
         defaults = dict(
             lr=lr, betas=betas, beta3=beta3, epsilon=epsilon, momentum=momentum,
             dampening=dampening, use_nesterov=use_nesterov, weight_decay=weight_decay,
@@ -156,7 +168,15 @@ class Shampoo(torch.optim.Optimizer):
             use_bias_correction=use_bias_correction, grafting=grafting,
             grafting_beta2=grafting_beta2, grafting_epsilon=grafting_epsilon,
             preconditioner=preconditioner, factor_matrix_dtype=factor_matrix_dtype,
-            use_symmetric_packing=use_symmetric_packing)
+            use_symmetric_packing=use_symmetric_packing,
+            inverse_exponent_override=dict(inverse_exponent_override or {}),
+            ignored_basis_change_dims=dict(ignored_basis_change_dims or {}),
+            use_trace_scaling=use_trace_scaling, trace_scaling_exponent=trace_scaling_exponent,
+            drop_weighting_factor_on_gsquare=drop_weighting_factor_on_gsquare,
+            kl_shampoo=kl_shampoo, eigendecomposition=eigendecomposition,
+            eigendecomposition_tolerance=eigendecomposition_tolerance,
+            qr_max_iterations=qr_max_iterations, orthogonalization=orthogonalization,
+            svd_scale_by_nuclear_norm=svd_scale_by_nuclear_norm)
         self._tessel = None
         super().__init__(params, defaults)
         self._params = [p for group in self.param_groups for p in group["params"]]

@@ -485,20 +485,44 @@ def tessel_cli():
     return None
 
 
+# The preconditioner configs' settings, each as tessel.torch.Shampoo keywords and as the CLI's
+# flags (docs/shampoo.md maps both to Distributed Shampoo's names).
+CONFIG_SETTINGS = [
+    ({}, []),
+    (dict(preconditioner="eigenvalue_corrected", ignored_basis_change_dims={2: [0], 1: [0]},
+          target_parameter_dimensionality=2),
+     ["--preconditioner", "eigenvalue-corrected", "--ignored-basis-change-dims", "2=0",
+      "--ignored-basis-change-dims", "1=0", "--target-dims", "2"]),
+    (dict(inverse_exponent_override={2: {1: 0.0}, 1: 0.25}, target_parameter_dimensionality=2,
+          use_trace_scaling=True, trace_scaling_exponent=0.75),
+     ["--inverse-exponent-override", "2:1=0", "--inverse-exponent-override", "1=0.25",
+      "--target-dims", "2", "--use-trace-scaling", "--trace-scaling-exponent", "0.75"]),
+    # epsilon 1e-4: the 1-D block's factor is rank-deficient for its first steps, and eigenvalue
+    # correction would divide the two builds' different rounding in its null space by itself.
+    (dict(preconditioner="eigenvalue_corrected", eigendecomposition="qr", qr_max_iterations=2,
+          eigendecomposition_tolerance=0.01, epsilon=1e-4),
+     ["--preconditioner", "eigenvalue-corrected", "--eigendecomposition", "qr",
+      "--qr-max-iterations", "2", "--eigendecomposition-tolerance", "0.01", "--epsilon", "1e-4"]),
+    (dict(kl_shampoo=True, drop_weighting_factor_on_gsquare=True, betas=(0.9, 0.95)),
+     ["--kl-shampoo", "--drop-weighting-factor-on-gsquare", "--beta2", "0.95"]),
+]
+
+
 @pytest.mark.skipif(tessel_cli() is None,
                     reason="no tessel CLI (set TESSEL_CLI or build build/default/bin/tessel)")
-def test_steps_match_the_tessel_shampoo_run_cli(tmp_path):
+@pytest.mark.parametrize("settings,flags", CONFIG_SETTINGS)
+def test_steps_match_the_tessel_shampoo_run_cli(tmp_path, settings, flags):
     params, grads = model_and_grads(torch.float64, steps=3)
     start = [p.detach().numpy().copy() for p in params]
     optimizer = tessel.torch.Shampoo(params, lr=0.05, grafting="adam", momentum=0.9,
                                      use_nesterov=True, weight_decay=1e-3,
                                      max_preconditioner_dim=4, precondition_frequency=2,
-                                     factor_matrix_dtype=torch.float64)
+                                     factor_matrix_dtype=torch.float64, **settings)
     take_steps(optimizer, params, grads)
     command = [tessel_cli(), "shampoo", "run", "--lr", "0.05", "--grafting", "adam",
                "--momentum", "0.9", "--nesterov", "--weight-decay", "1e-3",
                "--max-preconditioner-dim", "4", "--precondition-frequency", "2",
-               "--factor-dtype", "f64"]
+               "--factor-dtype", "f64", *flags]
     for i, w in enumerate(start):
         np.save(tmp_path / f"w{i}.npy", w)
         np.save(tmp_path / f"g{i}.npy", np.stack([step[i].numpy() for step in grads]))
@@ -509,3 +533,50 @@ def test_steps_match_the_tessel_shampoo_run_cli(tmp_path):
         # The same C++ step, compiled with other flags (-march=native here): rounding apart.
         np.testing.assert_allclose(p.detach().numpy(), np.load(tmp_path / f"o{i}.npy"),
                                    rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("settings,flags", CONFIG_SETTINGS[1:])
+def test_each_config_setting_changes_the_step(settings, flags):
+    del flags
+    results = []
+    for options in ({}, settings):
+        params, grads = model_and_grads(torch.float64, steps=3)
+        optimizer = tessel.torch.Shampoo(params, lr=0.05, max_preconditioner_dim=4,
+                                         factor_matrix_dtype=torch.float64, **options)
+        take_steps(optimizer, params, grads)
+        results.append(torch.cat([p.detach().reshape(-1) for p in params]))
+    assert (results[0] - results[1]).abs().max() > 1e-6
+
+
+def test_svd_orthogonalization_is_u_v_transposed():
+    # Spectral descent with orthogonalization="svd" (SVDOrthogonalizationConfig), beta1 0: one
+    # step moves w by lr U V^T of the gradient, and with svd_scale_by_nuclear_norm by lr sum(S)
+    # U V^T (NumPy's SVD, independent of tessel's Gram-matrix route).
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal((6, 4))
+    u, s, vt = np.linalg.svd(g, full_matrices=False)
+    for nuclear in (False, True):
+        w = torch.nn.Parameter(torch.zeros(6, 4, dtype=torch.float64))
+        optimizer = tessel.torch.Shampoo([w], lr=0.1, betas=(0.0, 1.0),
+                                         preconditioner="spectral_descent",
+                                         target_parameter_dimensionality=2,
+                                         orthogonalization="svd",
+                                         svd_scale_by_nuclear_norm=nuclear)
+        w.grad = torch.tensor(g)
+        optimizer.step()
+        want = -0.1 * (s.sum() if nuclear else 1.0) * (u @ vt)
+        np.testing.assert_allclose(w.detach().numpy(), want, rtol=1e-10, atol=1e-12)
+
+
+def test_config_settings_are_checked():
+    w = torch.nn.Parameter(torch.zeros(4, 3))
+    with pytest.raises(TypeError, match=r"the option inverse_exponent_override cannot be 'a'\."):
+        tessel.torch.Shampoo([w], inverse_exponent_override={2: "a"})
+    with pytest.raises(ValueError, match=r"ignored_basis_change_dims\[2\] names dimension 5; "
+                                         r"dimensions must be in \[0, 1\]\."):
+        tessel.torch.Shampoo([w], preconditioner="eigenvalue_corrected",
+                             ignored_basis_change_dims={2: [5]})
+    with pytest.raises(ValueError, match=r'unknown orthogonalization "polar"'):
+        tessel.torch.Shampoo([w], orthogonalization="polar")
+    with pytest.warns(UserWarning, match=r"ignored_basis_change_dims has no effect with shampoo"):
+        tessel.torch.Shampoo([w], ignored_basis_change_dims={2: [0]})
