@@ -117,6 +117,12 @@ TEST(Elementwise, MathFunctionsMatchFloat64) {
   out = sqrt(p);
   expect_elements(
       out, [&](index_t i) { return std::sqrt(at(ps, i)); }, 1e-7);
+  out = pow(p, -0.3);  // in float: powf is within 1 ulp
+  expect_elements(
+      out, [&](index_t i) { return std::pow(at(ps, i), -0.3); }, 2e-7);
+  out = pow(p, 0.5);
+  expect_elements(
+      out, [&](index_t i) { return std::sqrt(at(ps, i)); }, 1e-7);
   out = abs(x);
   expect_elements(
       out, [&](index_t i) { return std::abs(at(xs, i)); }, 0);
@@ -153,12 +159,12 @@ TEST(Elementwise, MathOnDoubleAndIntegerOperands) {
   auto n = random_tensor<int>(make_shape(4, 6), -20, 20, 6);
   auto ns = elements(n);
   auto r = make_host_tensor<double>(make_shape(4, 6));
-  r = exp(n * 0.1) + sqrt(abs(n));  // integers compute in double
+  r = exp(n * 0.1) + sqrt(abs(n)) + pow(abs(n), 1.5);  // integers compute in double
   expect_elements(
       r,
       [&](index_t i) {
         double v = ns[static_cast<std::size_t>(i)];
-        return std::exp(v * 0.1) + std::sqrt(std::abs(v));
+        return std::exp(v * 0.1) + std::sqrt(std::abs(v)) + std::pow(std::abs(v), 1.5);
       },
       1e-14);
   auto q = make_host_tensor<int>(make_shape(4, 6));

@@ -452,18 +452,24 @@ TEST(SpectralDescent, BlocksThatAreNot2DAreRefusedAndFactorOptionsAreWarned) {
 // Four steps of eigenvalue-corrected Shampoo on a (rows, cols) block with `ignored` dimensions
 // (ignored_basis_change_dims[2]) against a float64 reference: the factors' eigenvectors from
 // Eigen's eigensolver (the identity for an ignored dimension), the rotated gradient's second
-// moment, and the update rotated back. The state has one factor per kept dimension, numbered in
-// order as Distributed Shampoo numbers them, and resumes from step 2 bit for bit.
+// moment raised to `exponent` (inverse_exponent_override[2]; 1/2 by default), and the update
+// rotated back. The state has one factor per kept dimension, numbered in order as Distributed
+// Shampoo numbers them, and resumes from step 2 bit for bit.
 void expect_eigenvalue_corrected_steps(index_t rows, index_t cols,
-                                       std::vector<index_t> const& ignored) {
+                                       std::vector<index_t> const& ignored, double exponent = 0.5) {
   using M = Eigen::MatrixXd;
   bool const rotate_rows = std::find(ignored.begin(), ignored.end(), 0) == ignored.end();
   bool const rotate_cols = std::find(ignored.begin(), ignored.end(), 1) == ignored.end();
-  SCOPED_TRACE(::testing::Message() << rows << "x" << cols << ", rows rotated " << rotate_rows
-                                    << ", columns rotated " << rotate_cols);
+  SCOPED_TRACE(::testing::Message()
+               << rows << "x" << cols << ", rows rotated " << rotate_rows << ", columns rotated "
+               << rotate_cols << ", exponent " << exponent);
   Options o;
   o.preconditioner = PreconditionerType::eigenvalue_corrected;
   if (!ignored.empty()) o.ignored_basis_change_dims[2] = ignored;
+  if (exponent != 0.5) {
+    o.inverse_exponent_override[2] = exponent;
+    o.inverse_exponent_override[1] = 0.9;  // another order's: no effect on this block
+  }
   o.beta1 = 0.0;
   o.beta2 = 0.9;
   o.epsilon = 1e-6;
@@ -491,7 +497,7 @@ void expect_eigenvalue_corrected_steps(index_t rows, index_t cols,
                              : M(M::Identity(cols, cols));
     M const rotated = ql.transpose() * gm * qr;
     v = 0.9 * v + 0.1 * rotated.cwiseProduct(rotated);
-    M const scaled = rotated.array() / (v.array().sqrt() + 1e-6);
+    M const scaled = rotated.array() / (v.array().pow(exponent) + 1e-6);
     wr -= 0.01 * (ql * scaled * qr.transpose());
     for (index_t i = 0; i < rows; ++i)
       for (index_t j = 0; j < cols; ++j)
@@ -524,12 +530,34 @@ TEST(EigenvalueCorrected, StepsFollowTheRotatedSecondMomentAndTheStateRoundTrips
   expect_eigenvalue_corrected_steps(3, 4, {});
   Options warned;
   warned.preconditioner = PreconditionerType::eigenvalue_corrected;
-  warned.inverse_exponent_override[2] = 0.25;
   warned.use_trace_scaling = true;
+  warned.root.eigen.pseudo_inverse = true;
   EXPECT_EQ(ignored_options(warned),
-            std::vector<std::string>{"inverse_exponent_override, use_trace_scaling have no effect "
+            std::vector<std::string>{"the eigen root settings, use_trace_scaling have no effect "
                                      "with eigenvalue-corrected Shampoo, which computes "
                                      "eigenvectors, not roots."});
+}
+
+// inverse_exponent_override is the power of the corrected eigenvalues (Distributed Shampoo: one
+// exponent per order for this config, default 1/2): the direction divides by V^e + epsilon.
+TEST(EigenvalueCorrected, InverseExponentOverrideIsThePowerOfTheCorrectedEigenvalues) {
+  for (double const e : {0.25, 1.0}) {
+    expect_eigenvalue_corrected_steps(4, 3, {}, e);
+    expect_eigenvalue_corrected_steps(3, 4, {1}, e);
+  }
+  Options bad;
+  bad.preconditioner = PreconditionerType::eigenvalue_corrected;
+  bad.inverse_exponent_override[2] = 0.0;
+  EXPECT_EQ(error_of([&] { validate(bad); }),
+            "inverse_exponent_override[2] is 0; eigenvalue-corrected Shampoo raises its corrected "
+            "eigenvalues to this power, which must be > 0.");
+  bad.inverse_exponent_override[2] = std::map<index_t, double>{{0, 0.25}};
+  EXPECT_EQ(error_of([&] { validate(bad); }),
+            "inverse_exponent_override[2] gives per-dimension exponents, but eigenvalue-corrected "
+            "Shampoo takes one exponent per order (the power of its corrected eigenvalues).");
+  // The same map is fine for Shampoo, which takes per-dimension exponents.
+  bad.preconditioner = PreconditionerType::shampoo;
+  EXPECT_NO_THROW(validate(bad));
 }
 
 // ignored_basis_change_dims: an ignored dimension keeps the gradient's own basis; ignoring both

@@ -463,7 +463,8 @@ void add_step_options(CLI::App& cmd, RunOptions& run) {
       ->capture_default_str();
   cmd.add_option("--inverse-exponent-override", run.exponent_overrides,
                  "ORDER=EXPONENT or ORDER:DIM=EXPONENT (repeatable; 0 leaves a dimension "
-                 "unpreconditioned)");
+                 "unpreconditioned; eigenvalue-corrected: ORDER=EXPONENT, the power of the "
+                 "corrected eigenvalues)");
   cmd.add_option("--ignored-basis-change-dims", run.ignored_basis_change_dims,
                  "ORDER=DIM[,DIM...] (repeatable): eigenvalue-corrected Shampoo leaves these "
                  "dimensions of order-ORDER blocks in the gradient's own basis");

@@ -130,6 +130,19 @@ def cases():
                  factor_matrix_eigenvectors_dtype=torch.float64,
                  corrected_eigenvalues_dtype=torch.float64,
                  ignored_basis_change_dims={2: [0], 1: [0]})), 1.0),
+        # The corrected eigenvalues to the power 1/4 for 2-D blocks, 1 for 1-D ones.
+        ("eigenvalue_corrected_exponent", [(6, 5), (4,)], 4,
+         ["--preconditioner", "eigenvalue-corrected", "--factor-dtype", "f64", "--epsilon",
+          "1e-8", "--beta2", "0.95", "--target-dims", "2", "--inverse-exponent-override", "2=0.25",
+          "--inverse-exponent-override", "1=1"],
+         lambda m: meta_defaults(
+             m, epsilon=1e-8, betas=(0.9, 0.95),
+             distributed_config=m.SingleDeviceDistributedConfig(target_parameter_dimensionality=2),
+             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
+                 factor_matrix_dtype=torch.float64,
+                 factor_matrix_eigenvectors_dtype=torch.float64,
+                 corrected_eigenvalues_dtype=torch.float64,
+                 inverse_exponent_override={2: 0.25, 1: 1.0})), 1.0),
         ("eigenvalue_corrected_ignored_3d", [(5, 3, 2)], 4,
          ["--preconditioner", "eigenvalue-corrected", "--factor-dtype", "f64", "--epsilon",
           "1e-8", "--beta2", "0.95", "--target-dims", "3", "--ignored-basis-change-dims", "3=2,0"],

@@ -1,4 +1,4 @@
-// Elementwise math functions: exp, log, tanh, sqrt, abs, sign. The transcendental ones compute
+// Elementwise math functions: exp, log, tanh, sqrt, pow, abs, sign. The transcendental ones compute
 // in the operand's floating type (double for integers, as std::exp(int) does; float for half /
 // bfloat16).
 #pragma once
@@ -36,6 +36,15 @@ struct Sqrt {
     return math::sqrt(static_cast<floating_t<A>>(a));
   }
 };
+// a^p for a run-time scalar p (torch.pow(a, p)), in a's floating type.
+struct Pow {
+  double exponent;
+  template <class A>
+  TESSEL_HOST_DEVICE floating_t<A> operator()(A a) const {
+    using F = floating_t<A>;
+    return math::pow(static_cast<F>(a), static_cast<F>(exponent));
+  }
+};
 struct Abs {
   template <class A>
   TESSEL_HOST_DEVICE constexpr A operator()(A a) const {
@@ -68,6 +77,10 @@ auto tanh(A&& a) {
 template <ArrayOperand A>
 auto sqrt(A&& a) {
   return detail::make_map(ops::Sqrt{}, std::forward<A>(a));
+}
+template <ArrayOperand A>
+auto pow(A&& a, double exponent) {
+  return detail::make_map(ops::Pow{exponent}, std::forward<A>(a));
 }
 template <ArrayOperand A>
 auto abs(A&& a) {

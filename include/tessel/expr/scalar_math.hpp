@@ -69,8 +69,8 @@ TESSEL_HOST_DEVICE constexpr T abs(T x) noexcept {
   }
 }
 
-// exp, log, tanh, sqrt of float and double. The C functions are what CUDA provides in device code;
-// the host uses the <cmath> overloads.
+// exp, log, tanh, sqrt, pow of float and double. The C functions are what CUDA provides in device
+// code; the host uses the <cmath> overloads.
 #if TESSEL_DEVICE_PASS
 TESSEL_HOST_DEVICE inline float exp(float x) {
   return ::expf(x);
@@ -96,6 +96,12 @@ TESSEL_HOST_DEVICE inline float sqrt(float x) {
 TESSEL_HOST_DEVICE inline double sqrt(double x) {
   return ::sqrt(x);
 }
+TESSEL_HOST_DEVICE inline float pow(float x, float p) {
+  return ::powf(x, p);
+}
+TESSEL_HOST_DEVICE inline double pow(double x, double p) {
+  return ::pow(x, p);
+}
 #else
 TESSEL_HOST_DEVICE inline float exp(float x) {
   return std::exp(x);
@@ -120,6 +126,12 @@ TESSEL_HOST_DEVICE inline float sqrt(float x) {
 }
 TESSEL_HOST_DEVICE inline double sqrt(double x) {
   return std::sqrt(x);
+}
+TESSEL_HOST_DEVICE inline float pow(float x, float p) {
+  return std::pow(x, p);
+}
+TESSEL_HOST_DEVICE inline double pow(double x, double p) {
+  return std::pow(x, p);
 }
 #endif
 

@@ -1042,7 +1042,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
         cur = g.search.data();
         break;
       case PreconditionerType::eigenvalue_corrected: {
-        // Into the eigenbasis, divided by sqrt(V / bc2) + epsilon, and back.
+        // Into the eigenbasis, divided by (V / bc2)^e + epsilon, and back.
         T* buffers[2] = {g.search.data(), g.spare.data()};
         std::size_t used = 0;
         for (auto const& m : g.modes) {
@@ -1056,10 +1056,14 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
           cur = buffers[used++ % 2];
         }
         auto const c = flat(cur, n);
-        assign(c,
-               c / (sqrt(flat(g.corrected.data(), n) / static_cast<T>(s.bias_correction2)) +
-                    static_cast<T>(options_.epsilon)),
-               executor_);
+        auto const v = flat(g.corrected.data(), n) / static_cast<T>(s.bias_correction2);
+        auto const eps = static_cast<T>(options_.epsilon);
+        double const e =
+            corrected_eigenvalue_exponent(options_.inverse_exponent_override, g.shape.rank());
+        if (e == 0.5)  // the default: sqrt, exact where pow need not be
+          assign(c, c / (sqrt(v) + eps), executor_);
+        else
+          assign(c, c / (pow(v, e) + eps), executor_);
         for (auto const& m : g.modes) {
           T* next = buffers[used++ % 2];
           stages::mode_product(executor_, cur, next, m.inverse_roots.data(), g.count, g.shape,

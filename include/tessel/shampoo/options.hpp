@@ -107,8 +107,9 @@ struct RootConfig {
 // eigenvalue_corrected (SOAP, Distributed Shampoo's EigenvalueCorrectedShampooPreconditionerConfig
 // with its default eigh): the factors' eigenvectors Q_k, refreshed on amortized steps, rotate the
 // gradient into their basis, where a per-element Adam-style second moment V <- beta2 V + w G'^2
-// (the corrected eigenvalues) divides it: direction = (x' / (sqrt(V / bc2) + epsilon)) rotated
-// back, x' = x rotated.
+// (the corrected eigenvalues) divides it: direction = (x' / ((V / bc2)^e + epsilon)) rotated
+// back, x' = x rotated, e = 1/2 or the block order's inverse_exponent_override (one exponent per
+// order, as Distributed Shampoo's dict[int, float] for this config).
 // eigendecomposed (Distributed Shampoo's EigendecomposedShampooPreconditionerConfig): Shampoo
 // that caches each factor's eigendecomposition A + epsilon I = Q diag(lambda) Q^T (eigenvectors
 // and eigenvalues, refreshed on amortized steps; the eigen root settings apply) instead of its
@@ -177,7 +178,8 @@ struct IterateAveragingConfig {
 
 // Per tensor order: one exponent for every dimension, or exponents for some dimensions (the others
 // keep the default 1 / (2 * max(order, 1))). An exponent of 0 leaves that dimension
-// unpreconditioned; the root is 1 / exponent.
+// unpreconditioned; the root is 1 / exponent. Eigenvalue-corrected Shampoo reads one exponent per
+// order, the power of its corrected eigenvalues (default 1/2), and refuses per-dimension ones.
 using ExponentOverride = std::variant<double, std::map<index_t, double>>;
 using InverseExponentOverride = std::map<index_t, ExponentOverride>;
 
@@ -322,6 +324,16 @@ inline double inverse_exponent(InverseExponentOverride const& overrides, index_t
   return d == per_dim.end() ? fallback : d->second;
 }
 
+// The power of the corrected eigenvalues in eigenvalue-corrected Shampoo's direction for blocks of
+// order `order`: 1/2 unless overridden (validate() admits only one exponent > 0 per order there).
+inline double corrected_eigenvalue_exponent(InverseExponentOverride const& overrides,
+                                            index_t order) {
+  auto it = overrides.find(order);
+  if (it == overrides.end()) return 0.5;
+  auto const* all = std::get_if<double>(&it->second);
+  return all ? *all : 0.5;
+}
+
 // Whether eigenvalue-corrected Shampoo rotates dimension `dim` of a block of order `order`.
 inline bool changes_basis(IgnoredBasisChangeDims const& ignored, index_t order, index_t dim) {
   auto it = ignored.find(order);
@@ -453,9 +465,9 @@ inline std::vector<std::string> ignored_options(Options const& o) {
     note("eigendecomposition max_iterations ", ed.max_iterations,
          " has no effect with eigh (the QR iteration uses it).");
   if (o.preconditioner == PreconditionerType::eigenvalue_corrected) {
-    // Eigenvectors come from eigh alone; the corrected eigenvalues take the square root.
+    // Eigenvectors come from eigh alone; inverse_exponent_override is the corrected eigenvalues'
+    // power.
     std::vector<std::string> set;
-    if (!o.inverse_exponent_override.empty()) set.emplace_back("inverse_exponent_override");
     if (o.root.method != d.root.method) set.emplace_back("root method coupled Newton");
     EigenConfig const& re = o.root.eigen;
     if (re.pseudo_inverse || re.rank_atol != 0.0 || re.rank_rtol != 0.0 ||
@@ -679,17 +691,33 @@ inline void validate(Options const& o) {
   }
   if (!known_grafting)
     bad("grafting type ", static_cast<int>(o.grafting.type), " is not a GraftingType.");
+  // Both maps name a block mode by (order, dimension), as Distributed Shampoo does; a 0-D block
+  // counts as having the one dimension 0.
+  auto check_order = [&](char const* name, index_t order) {
+    if (order < 0) bad(name, " has the order ", order, "; orders must be >= 0.");
+  };
+  auto check_dim = [&](char const* name, index_t order, index_t dim) {
+    index_t const last = order > 1 ? order - 1 : 0;
+    if (dim < 0 || dim > last)
+      bad(name, "[", order, "] names dimension ", dim, "; dimensions must be in [0, ", last, "].");
+  };
+  bool const corrected_eigenvalues = o.preconditioner == PreconditionerType::eigenvalue_corrected;
   for (auto const& [order, value] : o.inverse_exponent_override) {
-    if (order < 0) bad("inverse_exponent_override has the order ", order, "; orders must be >= 0.");
+    check_order("inverse_exponent_override", order);
     if (auto const* all = std::get_if<double>(&value)) {
+      if (corrected_eigenvalues && !(*all > 0.0))
+        bad("inverse_exponent_override[", order, "] is ", *all,
+            "; eigenvalue-corrected Shampoo raises its corrected eigenvalues to this power, which "
+            "must be > 0.");
       if (!(*all >= 0.0))
         bad("inverse_exponent_override[", order, "] is ", *all, "; exponents must be >= 0.");
     } else {
+      if (corrected_eigenvalues)
+        bad("inverse_exponent_override[", order,
+            "] gives per-dimension exponents, but eigenvalue-corrected Shampoo takes one exponent "
+            "per order (the power of its corrected eigenvalues).");
       for (auto const& [dim, e] : std::get<std::map<index_t, double>>(value)) {
-        index_t const last = order > 1 ? order - 1 : 0;
-        if (dim < 0 || dim > last)
-          bad("inverse_exponent_override[", order, "] names dimension ", dim,
-              "; dimensions must be in [0, ", last, "].");
+        check_dim("inverse_exponent_override", order, dim);
         if (!(e >= 0.0))
           bad("inverse_exponent_override[", order, "][", dim, "] is ", e,
               "; exponents must be >= 0.");
@@ -697,12 +725,9 @@ inline void validate(Options const& o) {
     }
   }
   for (auto const& [order, dims] : o.ignored_basis_change_dims) {
-    if (order < 0) bad("ignored_basis_change_dims has the order ", order, "; orders must be >= 0.");
-    index_t const last = order > 1 ? order - 1 : 0;
+    check_order("ignored_basis_change_dims", order);
     for (std::size_t i = 0; i < dims.size(); ++i) {
-      if (dims[i] < 0 || dims[i] > last)
-        bad("ignored_basis_change_dims[", order, "] names dimension ", dims[i],
-            "; dimensions must be in [0, ", last, "].");
+      check_dim("ignored_basis_change_dims", order, dims[i]);
       for (std::size_t j = 0; j < i; ++j)
         if (dims[j] == dims[i])
           bad("ignored_basis_change_dims[", order, "] names dimension ", dims[i],

@@ -25,19 +25,6 @@
 
 namespace tessel::shampoo {
 
-namespace detail {
-
-// z -> z^e, elementwise (the starting X = z^(1/p) I).
-struct PowerOf {
-  double exponent;
-  TESSEL_HOST_DEVICE double operator()(double z) const {
-    using std::pow;
-    return pow(z, exponent);
-  }
-};
-
-}  // namespace detail
-
 // X_b = A_b^(-1/root) by coupled Newton for the count matrices of `in` (an expression or tensor of
 // shape (count, d, d) in T), into `out` (count, d, d) of T; results[b] as in eigen.hpp, with the
 // iterations and the final error. out_b is unspecified unless results[b].ok().
@@ -88,7 +75,7 @@ void coupled_newton_inverse_roots(X const& x, In const& in, Out const& out, inde
              mode<1>),
          x);
   assign(vec(0), static_cast<double>(p + 1) / (2.0 * sqrt(vec(0))), x);
-  assign(mats(xs), eye * map(detail::PowerOf{-alpha}, each(0)), x);
+  assign(mats(xs), eye * pow(each(0), -alpha), x);
   assign(a, a * each(0), x);
   auto const error = [&] {
     assign(vec(0),
