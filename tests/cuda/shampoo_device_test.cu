@@ -8,10 +8,12 @@
 
 #include <cmath>
 #include <random>
+#include <span>
 #include <vector>
 
 #include <tessel/shampoo/device_shampoo.cuh>
 #include <tessel/shampoo/optimizer.hpp>
+#include <tessel/shampoo/param_groups.hpp>
 
 #include "support/cuda.hpp"
 
@@ -44,8 +46,10 @@ struct Problem {
     }
   }
 
-  // One step of each optimizer on the same gradients.
-  void step(Shampoo<float>& host, DeviceShampoo& device) {
+  // One step of each optimizer on the same gradients (device pointers, or spans over device memory
+  // for GroupedShampoo, whose step takes spans only).
+  template <class Host, class Device>
+  void step(Host& host, Device& device) {
     std::normal_distribution<float> n(0.0f, 1.0f);
     std::vector<std::vector<float>> grads;
     std::vector<DeviceVector> dgrads;
@@ -61,7 +65,17 @@ struct Problem {
     std::vector<std::span<float>> hp(params.begin(), params.end());
     std::vector<std::span<float const>> hg(grads.begin(), grads.end());
     host.step(hp, hg);
-    device.step(dp, dg);
+    if constexpr (requires { device.step(dp, dg); }) {
+      device.step(dp, dg);
+    } else {
+      std::vector<std::span<float>> dps;
+      std::vector<std::span<float const>> dgs;
+      for (std::size_t p = 0; p < params.size(); ++p) {
+        dps.emplace_back(dp[p], params[p].size());
+        dgs.emplace_back(dg[p], params[p].size());
+      }
+      device.step(dps, dgs);
+    }
   }
 
   // Largest |device - host| relative to the largest |host|.
@@ -174,6 +188,38 @@ TEST(DeviceShampoo, PackedFactorsMatchTheHostAndItsPackedState) {
   Shampoo<float> packed_host(plan(), o);
   packed_host.load_state_dict(host.state_dict());
   EXPECT_EQ(device.state_dict(), packed_host.state_dict()) << "packed on load, bit for bit";
+}
+
+// Parameter groups on the device: GroupedShampoo<float, exec::Cuda> against the host's, with a
+// Shampoo group (Adam grafting) and an eigenvalue-corrected group with its own learning rate and
+// eigenvalue exponent (the device's pow), their state keyed by the caller's parameter indices.
+TEST(DeviceShampoo, ParameterGroupsMatchTheHost) {
+  TESSEL_REQUIRE_GPU("the device Shampoo step", "tests/shampoo");
+  ParamGroup shampoo_group{{0, 2}, {}, 4, 1};
+  shampoo_group.options.epsilon = 1e-6;
+  shampoo_group.options.grafting = adam_grafting();
+  ParamGroup corrected_group{{1, 3}, {}, 4, 1};
+  corrected_group.options.preconditioner = PreconditionerType::eigenvalue_corrected;
+  corrected_group.options.epsilon = 1e-6;
+  corrected_group.options.beta2 = 0.99;
+  corrected_group.options.start_preconditioning_step = 5;  // full-rank factors (see above)
+  corrected_group.options.inverse_exponent_override[3] = 0.25;
+  std::vector<ParamGroup> const groups = {shampoo_group, corrected_group};
+  GroupedShampoo<float> host(shapes, groups);
+  GroupedShampoo<float, exec::Cuda> device(shapes, groups);
+  host.set_lr(1, 0.003);
+  device.set_lr(1, 0.003);
+  Problem problem;
+  for (int t = 0; t < 8; ++t) problem.step(host, device);
+  EXPECT_LT(problem.difference(), 1e-4);
+  auto const hs = host.state_dict();
+  auto const ds = device.state_dict();
+  EXPECT_EQ(hs.size(), ds.size());
+  for (auto const& [key, t] : hs) {
+    EXPECT_TRUE(ds.contains(key)) << state_key_text(key);
+    if (ds.contains(key)) EXPECT_EQ(ds.at(key).shape, t.shape) << state_key_text(key);
+  }
+  EXPECT_TRUE(ds.contains({"3", "block_0", "shampoo", "corrected_eigenvalues"}));
 }
 
 TEST(DeviceShampoo, ResumesFromAHostStateAndTheHostFromItsState) {

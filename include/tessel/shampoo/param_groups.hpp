@@ -6,6 +6,7 @@
 // parameter moves, so a refused step changes nothing and a failed one no parameter, as for one
 // Shampoo. Parameters keep the caller's numbering in sentences and state keys (ParamKeys), so a
 // grouped optimizer's state dictionary is keyed like Distributed Shampoo's over all its groups.
+// With X = exec::Cuda the spans passed to step(), eval() and train() are device memory.
 #pragma once
 
 #include <charconv>
