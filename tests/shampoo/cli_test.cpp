@@ -223,7 +223,8 @@ TEST(ShampooCli, SeveralParametersEveryOptionAndAResumedRunMatchTheLibrary) {
 
 TEST(ShampooCli, SymmetricPackingResumesFromAFullStateAndSavesPacked) {
   // Two steps with full factors, two more with --use-symmetric-packing from that state: the
-  // library's four packed steps bit for bit, and its packed state file.
+  // library's steps (the same two, the state loaded into a packing optimizer, two more) bit for
+  // bit, and its packed state file.
   REQUIRE_CLI();
   TempDir dir;
   std::mt19937 rng(11);
@@ -254,17 +255,23 @@ TEST(ShampooCli, SymmetricPackingResumesFromAFullStateAndSavesPacked) {
   o.beta2 = 0.9;
   o.epsilon = 1e-8;
   o.factor_matrix_dtype = DType::f64;
+  auto const plan = make_plan(PlanOptions<index_t, index_t>{1024, 1, 1},
+                              std::vector<std::vector<index_t>>{{3, 4}});
+  Shampoo<double> first(plan, o);
+  for (int t = 0; t < 2; ++t)
+    first.step({std::span<double>(w)}, {std::span<double const>(g.data() + 12 * t, 12)});
   o.use_symmetric_packing = true;
-  Shampoo<double> opt(make_plan(PlanOptions<index_t, index_t>{1024, 1, 1},
-                                std::vector<std::vector<index_t>>{{3, 4}}),
-                      o);
-  for (int t = 0; t < 4; ++t)
+  Shampoo<double> opt(plan, o);
+  opt.load_state_dict(first.state_dict());
+  for (int t = 2; t < 4; ++t)
     opt.step({std::span<double>(w)}, {std::span<double const>(g.data() + 12 * t, 12)});
   EXPECT_EQ(read_npy(dir / "F.npy").as<double>(), w);
   auto const saved = load_state(dir / "packed.safetensors");
   EXPECT_TRUE(saved == opt.state_dict());
   // (3, 4) merges to one mode of 12: 78 elements packed.
   EXPECT_EQ(saved.at({"0", "block_0", "shampoo", "factor_matrices", "0"}).shape,
+            (std::vector<index_t>{78}));
+  EXPECT_EQ(saved.at({"0", "block_0", "shampoo", "inv_factor_matrices", "0"}).shape,
             (std::vector<index_t>{78}));
 }
 

@@ -72,6 +72,10 @@ def cases():
          lambda m: meta_defaults(m, max_preconditioner_dim=8,
                                  preconditioner_config=root_inv(
                                      m, inverse_exponent_override={2: {1: 0.0}})), 1.0),
+        # Meta's default packs factors and inverse roots (root_inv leaves it on).
+        ("symmetric_packing", [(6, 5), (7,)], 4,
+         ["--use-symmetric-packing", "--epsilon", "1e-6", "--beta2", "0.95"],
+         lambda m: meta_defaults(m, epsilon=1e-6, betas=(0.9, 0.95)), 1.0),
         ("pseudo_inverse", [(3, 4)], 3,
          ["--epsilon", "0", "--pseudo-inverse", "--rank-rtol", "1e-8", "--max-preconditioner-dim",
           "4"],

@@ -205,7 +205,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // ---- state ----
 
   // The state under Distributed Shampoo's key paths: [p, "step"]; [p, "block_i", "shampoo",
-  // "factor_matrices" | "inv_factor_matrices", j] (factors packed, (d (d + 1) / 2,), with
+  // "factor_matrices" | "inv_factor_matrices", j] (both packed, (d (d + 1) / 2,), with
   // Options::use_symmetric_packing, as Distributed Shampoo saves them) (eigenvalue-corrected:
   // "factor_matrices_eigenvectors" and [.., "corrected_eigenvalues"]; eigendecomposed:
   // "factor_matrices_eigenvectors" and "factor_matrices_eigenvalues"); [p, "block_i",
@@ -903,6 +903,10 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       if (std::find(skip.begin(), skip.end(), char{1}) != skip.end())
         keep_skipped(g, m, skip, skip_estimate.data(), out.data(), out_eigenvalues.data(),
                      std::span<RootResult>(results));
+      // Packed state keeps a root's upper triangle: the root is made exactly symmetric from it, so
+      // a saved and resumed optimizer steps as this one does (and as Distributed Shampoo's packed
+      // roots step).
+      if (saves_packed_roots()) mirror_upper_triangle(executor_, out.data(), g.count, m.d);
       std::vector<T> commit(static_cast<std::size_t>(g.count), T(0));
       for (index_t slot = 0; slot < g.count; ++slot) {
         auto const i = static_cast<std::size_t>(slot);
@@ -1105,8 +1109,14 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
 
   // ---- state dictionaries ----
 
-  // f(buffer, bytes per slot, key_of(slot), dtype, shape per slot) for every state buffer of
-  // group gi.
+  // Whether inverse roots are saved as upper triangles (they stay full in memory).
+  bool saves_packed_roots() const {
+    return options_.use_symmetric_packing && options_.preconditioner == PreconditionerType::shampoo;
+  }
+
+  // f(buffer, bytes per slot, key_of(slot), dtype, shape per slot in the buffer, shape per slot in
+  // state dictionaries) for every state buffer of group gi. The two shapes differ only for inverse
+  // roots saved packed: full (d, d) in memory, (d (d + 1) / 2,) saved.
   template <class F>
   void for_each_state_buffer(std::size_t gi, F&& f) const {
     Group const& g = groups_[gi];
@@ -1129,7 +1139,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
           [&, j](index_t slot) {
             return key(slot, {"shampoo", "factor_matrices", std::to_string(j)});
           },
-          m.dtype, m.packed ? std::vector<index_t>{packed_size(m.d)} : square);
+          m.dtype, m.packed ? std::vector<index_t>{packed_size(m.d)} : square,
+          m.packed ? std::vector<index_t>{packed_size(m.d)} : square);
       char const* second =
           options_.preconditioner == PreconditionerType::eigenvalue_corrected || eigendecomposed
               ? "factor_matrices_eigenvectors"
@@ -1139,19 +1150,21 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
           [&, j, second](index_t slot) {
             return key(slot, {"shampoo", second, std::to_string(j)});
           },
-          dtype_of_v<T>, square);
+          dtype_of_v<T>, square,
+          saves_packed_roots() ? std::vector<index_t>{packed_size(m.d)} : square);
       if (eigendecomposed)
         f(
             m.eigenvalues, m.d * t_size,
             [&, j](index_t slot) {
               return key(slot, {"shampoo", "factor_matrices_eigenvalues", std::to_string(j)});
             },
-            dtype_of_v<T>, std::vector<index_t>{m.d});
+            dtype_of_v<T>, std::vector<index_t>{m.d}, std::vector<index_t>{m.d});
     }
     index_t const bytes = g.numel * t_size;
     auto each = [&](auto const& buffer, std::vector<std::string> tail) {
       f(
-          buffer, bytes, [&, tail](index_t slot) { return key(slot, tail); }, dtype_of_v<T>, block);
+          buffer, bytes, [&, tail](index_t slot) { return key(slot, tail); }, dtype_of_v<T>, block,
+          block);
     };
     if (options_.preconditioner == PreconditionerType::eigenvalue_corrected)
       each(g.corrected, {"shampoo", "corrected_eigenvalues"});
@@ -1182,19 +1195,24 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     }
     for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
       Group const& g = groups_[gi];
-      for_each_state_buffer(gi, [&](auto const&, index_t slot_bytes, auto key_of, DType dtype,
-                                    std::vector<index_t> const& shape) {
-        for (index_t slot = 0; slot < g.count; ++slot)
-          out[key_of(slot)] = StateTensor{
-              dtype, shape, std::vector<std::byte>(static_cast<std::size_t>(slot_bytes))};
-      });
+      for_each_state_buffer(
+          gi, [&](auto const&, index_t slot_bytes, auto key_of, DType dtype,
+                  std::vector<index_t> const& shape, std::vector<index_t> const& saved) {
+            std::size_t const bytes =
+                saved == shape ? static_cast<std::size_t>(slot_bytes)
+                               : static_cast<std::size_t>(saved[0]) * dtype_size(dtype);  // packed
+            for (index_t slot = 0; slot < g.count; ++slot)
+              out[key_of(slot)] = StateTensor{dtype, saved, std::vector<std::byte>(bytes)};
+          });
     }
     return out;
   }
 
-  // [.., "shampoo", "factor_matrices", j]: a Kronecker factor, saved packed or full.
-  static bool is_factor_key(StateKey const& key) {
-    return key.size() >= 2 && key[key.size() - 2] == "factor_matrices";
+  // [.., "shampoo", "factor_matrices" | "inv_factor_matrices", j]: a Kronecker factor or its
+  // inverse root, symmetric, saved packed or full.
+  static bool is_symmetric_key(StateKey const& key) {
+    return key.size() >= 2 && (key[key.size() - 2] == "factor_matrices" ||
+                               key[key.size() - 2] == "inv_factor_matrices");
   }
 
   // load_state_dict's checks: throws unless `state` fits; returns its step.
@@ -1211,17 +1229,17 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
             "the state's ", state_key_text(key), " has dtype ", dtype_name(it->second.dtype),
             " but this optimizer keeps ", dtype_name(tensor.dtype), "."));
       std::size_t needed = tensor.data.size();
-      if (it->second.shape != tensor.shape && is_factor_key(key)) {
-        // A factor loads from either layout (assign_state_dict converts it).
+      if (it->second.shape != tensor.shape && is_symmetric_key(key)) {
+        // A factor or inverse root loads from either layout (assign_state_dict converts it).
         index_t const d = tensor.shape.size() == 2 ? tensor.shape[0] : packed_dim(tensor.shape[0]);
         std::vector<index_t> const packed{packed_size(d)}, full{d, d};
         if (it->second.shape != packed && it->second.shape != full)
           tessel::detail::throw_error(tessel::detail::sentence(
               "the state's ", state_key_text(key), " has shape ",
-              tessel::detail::shape_text(it->second.shape),
-              " but this optimizer's factor there is ", d, " x ", d, ", which loads from shape ",
-              tessel::detail::shape_text(packed), " (packed) or ", tessel::detail::shape_text(full),
-              " (full)."));
+              tessel::detail::shape_text(it->second.shape), " but this optimizer's ",
+              key[key.size() - 2] == "factor_matrices" ? "factor" : "inverse root", " there is ", d,
+              " x ", d, ", which loads from shape ", tessel::detail::shape_text(packed),
+              " (packed) or ", tessel::detail::shape_text(full), " (full)."));
         needed = static_cast<std::size_t>(it->second.shape == full ? d * d : packed_size(d)) *
                  dtype_size(tensor.dtype);
       } else if (it->second.shape != tensor.shape) {
@@ -1270,18 +1288,27 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     std::vector<std::vector<std::byte>> staged;  // alive until the copies are done
     for (std::size_t gi = 0; gi < groups_.size(); ++gi)
       for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of,
-                                    DType dtype, std::vector<index_t> const& shape) {
+                                    DType dtype, std::vector<index_t> const& shape,
+                                    std::vector<index_t> const& saved) {
         auto& host = staged.emplace_back(static_cast<std::size_t>(slot_bytes * groups_[gi].count));
+        std::vector<std::byte> upper;
         for (index_t slot = 0; slot < groups_[gi].count; ++slot) {
           StateTensor const& t = state.at(key_of(slot));
           std::byte* to = host.data() + slot * slot_bytes;
-          // Only a factor's shape can differ (check_state_dict): the other layout of it.
-          if (t.shape == shape)
+          // Only a symmetric matrix's shape can differ (check_state_dict): the other layout of it.
+          if (t.shape == shape && saved == shape) {
             std::memcpy(to, t.data.data(), t.data.size());
-          else if (shape.size() == 1)  // full into packed storage
+          } else if (shape.size() == 1) {  // full into packed storage
             pack_symmetric_bytes(t.data.data(), to, t.shape[0], dtype_size(dtype));
-          else
+          } else if (t.shape == shape) {
+            // A full root into an optimizer that saves roots packed: symmetric from its upper
+            // triangle, as the roots it computes are (amortize).
+            upper.resize(static_cast<std::size_t>(packed_size(shape[0])) * dtype_size(dtype));
+            pack_symmetric_bytes(t.data.data(), upper.data(), shape[0], dtype_size(dtype));
+            unpack_symmetric_bytes(upper.data(), to, shape[0], dtype_size(dtype));
+          } else {
             unpack_symmetric_bytes(t.data.data(), to, shape[0], dtype_size(dtype));
+          }
         }
         B::from_host(executor_, host.data(), static_cast<index_t>(host.size()),
                      reinterpret_cast<std::byte*>(buffer.data()));
@@ -1434,15 +1461,20 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) && exec::Executo
     }
   }
   for (std::size_t gi = 0; gi < groups_.size(); ++gi)
-    for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto key_of, DType,
-                                  std::vector<index_t> const&) {
-      std::vector<std::byte> host(static_cast<std::size_t>(slot_bytes * groups_[gi].count));
-      download(buffer, host);
-      for (index_t slot = 0; slot < groups_[gi].count; ++slot) {
-        auto& data = out.at(key_of(slot)).data;
-        std::memcpy(data.data(), host.data() + slot * slot_bytes, data.size());
-      }
-    });
+    for_each_state_buffer(
+        gi, [&](auto const& buffer, index_t slot_bytes, auto key_of, DType dtype,
+                std::vector<index_t> const& shape, std::vector<index_t> const& saved) {
+          std::vector<std::byte> host(static_cast<std::size_t>(slot_bytes * groups_[gi].count));
+          download(buffer, host);
+          for (index_t slot = 0; slot < groups_[gi].count; ++slot) {
+            auto& data = out.at(key_of(slot)).data;
+            if (saved == shape)
+              std::memcpy(data.data(), host.data() + slot * slot_bytes, data.size());
+            else  // an inverse root saved packed
+              pack_symmetric_bytes(host.data() + slot * slot_bytes, data.data(), shape[0],
+                                   dtype_size(dtype));
+          }
+        });
   B::wait(executor_);
   return out;
 }

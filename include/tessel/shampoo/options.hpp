@@ -209,9 +209,11 @@ struct Options {
   RootConfig root{};
   DType factor_matrix_dtype = DType::f32;  // bf16, f16, f32 or f64
   // Keep each factor as its upper triangle, d (d + 1) / 2 elements instead of d * d, and save it
-  // so (state/symmetric_packing.hpp); the step's numbers are the same. Off by default, unlike
-  // Distributed Shampoo, so that existing state files and code reading factors as (d, d) keep
-  // their layout; load_state_dict reads either layout in both modes.
+  // so (state/symmetric_packing.hpp); the step's numbers are the same. Shampoo's inverse roots
+  // are saved so too (kept full in memory, made symmetric from their upper triangles when
+  // computed). Off by default, unlike Distributed Shampoo, so that existing state files and code
+  // reading factors as (d, d) keep their layout; load_state_dict reads either layout in both
+  // modes.
   bool use_symmetric_packing = false;
   index_t num_tolerated_failed_amortized_computations = 3;
   // F <- beta2 F + G x G instead of beta2 F + (1 - beta2) G x G, and no bias correction of the

@@ -1,14 +1,17 @@
-// Symmetric packing of Kronecker factors (Distributed Shampoo's use_symmetric_packing): a factor
-// is symmetric, so only its upper triangle is kept, row by row, as one vector of d (d + 1) / 2
-// elements: F[0][0..d), F[1][1..d), ..., F[d-1][d-1]. This is torch.triu_indices(d, d) order, the
-// layout Distributed Shampoo stores and saves (a 1-D tensor of that length per factor).
+// Symmetric packing (Distributed Shampoo's use_symmetric_packing): a Kronecker factor is symmetric,
+// so only its upper triangle is kept, row by row, as one vector of d (d + 1) / 2 elements:
+// F[0][0..d), F[1][1..d), ..., F[d-1][d-1]. This is torch.triu_indices(d, d) order, the layout
+// Distributed Shampoo stores and saves (a 1-D tensor of that length per factor and per inverse
+// root).
 //
 // The step still computes on full matrices: unpack_symmetric expands a group's packed factors into
 // scratch before the dense stages and pack_symmetric stores the upper triangles back after, so the
-// numbers are those of unpacked storage and only the persistent state shrinks. Both are row- and
-// strip-wise assignments through the executor (row i of the triangle is a strided view of both
-// layouts; the triangle as a whole is not an affine layout), so host and device run the same code.
-// The *_bytes functions convert one matrix on the host, for state dictionaries.
+// numbers are those of unpacked storage and only the persistent state shrinks. Inverse roots stay
+// full in memory, made exactly symmetric from their upper triangles (mirror_upper_triangle) so
+// that saving them packed loses nothing. All are row- and strip-wise assignments through the
+// executor (row i of the triangle is a strided view of both layouts; the triangle as a whole is
+// not an affine layout), so host and device run the same code. The *_bytes functions convert one
+// matrix on the host, for state dictionaries.
 #pragma once
 
 #include <algorithm>
@@ -42,22 +45,14 @@ constexpr index_t packed_dim(index_t n) noexcept {
   return packed_size(d) == n ? d : -1;
 }
 
-// full (count, d, d) <- the symmetric matrices whose upper triangles are packed (count,
-// packed_size(d)); U and V may differ (a stored dtype and the computation dtype). The upper
-// triangle comes row by row; the lower is mirrored from it in strips of 32 rows, each the
-// transpose of a strip of 32 columns: reading a column element by element misses the cache on
-// every element, while a 32-column strip of a 1024 x 1024 float factor stays in L2 while its
-// rows are written (unpacking 8 such factors: 470 ms column by column, 180 ms in strips,
-// measured on the host).
-template <class X, class U, class V>
-void unpack_symmetric(X const& x, U const* packed, V* full, index_t count, index_t d) {
+// The lower triangles of full (count, d, d) <- the transposed upper ones, in place, so each matrix
+// is exactly symmetric: in strips of 32 rows, each the transpose of a strip of 32 columns: reading
+// a column element by element misses the cache on every element, while a 32-column strip of a
+// 1024 x 1024 float factor stays in L2 while its rows are written (unpacking 8 such factors: 470
+// ms column by column, 180 ms in strips, measured on the host).
+template <class X, class V>
+void mirror_upper_triangle(X const& x, V* full, index_t count, index_t d) {
   using B = exec::Memory<X>;
-  index_t const p = packed_size(d);
-  for (index_t i = 0; i < d; ++i)
-    assign(B::view(full + i * d + i, make_layout(make_shape(count, d - i), make_stride(d * d, 1))),
-           B::view(packed + packed_index(d, i, i),
-                   make_layout(make_shape(count, d - i), make_stride(p, 1))),
-           x);
   constexpr index_t strip = 32;
   for (index_t r0 = 0; r0 < d; r0 += strip) {
     index_t const h = std::min(strip, d - r0);
@@ -76,6 +71,21 @@ void unpack_symmetric(X const& x, U const* packed, V* full, index_t count, index
                   make_layout(make_shape(count, r - r0), make_stride(d * d, d))),
           x);
   }
+}
+
+// full (count, d, d) <- the symmetric matrices whose upper triangles are packed (count,
+// packed_size(d)); U and V may differ (a stored dtype and the computation dtype). The upper
+// triangle comes row by row, the lower is mirrored from it (mirror_upper_triangle).
+template <class X, class U, class V>
+void unpack_symmetric(X const& x, U const* packed, V* full, index_t count, index_t d) {
+  using B = exec::Memory<X>;
+  index_t const p = packed_size(d);
+  for (index_t i = 0; i < d; ++i)
+    assign(B::view(full + i * d + i, make_layout(make_shape(count, d - i), make_stride(d * d, 1))),
+           B::view(packed + packed_index(d, i, i),
+                   make_layout(make_shape(count, d - i), make_stride(p, 1))),
+           x);
+  mirror_upper_triangle(x, full, count, d);
 }
 
 // packed (count, packed_size(d)) <- the upper triangles of full (count, d, d), rounded to U.
