@@ -21,7 +21,8 @@ class LinearCrossEntropyResult(NamedTuple):
 
     ``loss`` is a 0-d array for mean and sum, ``(rows,)`` for none; the gradients are fresh arrays
     (``grad_input`` like ``x``, ``grad_weight`` like ``weight``, ``grad_bias`` ``(vocab,)`` or None
-    without a bias), for an upstream gradient of 1.
+    without a bias), for an upstream gradient of 1, all in the input's dtype (float32 for
+    bfloat16 inputs, which NumPy cannot hold).
     """
 
     loss: np.ndarray
@@ -38,7 +39,8 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
     Names and defaults are PyTorch's ``F.cross_entropy`` (``class_weights`` is its ``weight``)
     plus Liger-Kernel's ``lse_square_scale`` (z-loss) and ``softcap``, and a sampling
     ``temperature`` the logits are divided by. ``x`` is ``(rows, hidden)``, ``weight``
-    ``(vocab, hidden)``, ``target`` ``(rows,)`` int64; float32 or float64, on the host.
+    ``(vocab, hidden)``, ``target`` ``(rows,)`` int64 or int32; float32, float64, float16 or
+    bfloat16 (PyTorch tensors or DLPack objects), on the host.
 
     PyTorch tensors give a loss tensor with autograd (tessel.torch.linear_cross_entropy); anything
     else (NumPy arrays, DLPack objects) gives a LinearCrossEntropyResult.
@@ -51,10 +53,22 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
             x, weight, target, bias, reduction=reduction, ignore_index=ignore_index,
             label_smoothing=label_smoothing, lse_square_scale=lse_square_scale, softcap=softcap,
             class_weights=class_weights, temperature=temperature)
-    return LinearCrossEntropyResult(*_tessel.linear_cross_entropy(
+    loss, grad_input, grad_weight, grad_bias = _tessel.linear_cross_entropy(
         x, weight, target, bias, class_weights=class_weights, grad_output_rows=None,
-        grad_input=True, grad_weight=True, grad_bias=True, **_options(reduction, ignore_index, label_smoothing,
-                                        lse_square_scale, softcap, temperature)))
+        grad_input=True, grad_weight=True, grad_bias=True,
+        **_options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap,
+                   temperature))
+    # 16-bit storage: tessel computes the loss, grad_weight and grad_bias in float32 and writes
+    # grad_input in the storage type.
+    if grad_input.dtype == np.float16:
+        # float16, as PyTorch returns them for float16 inputs: rounded once.
+        loss, grad_weight, grad_bias = (None if a is None else a.astype(np.float16)
+                                        for a in (loss, grad_weight, grad_bias))
+    elif grad_input.dtype == np.uint16:
+        # bfloat16 (its bits: NumPy has no bfloat16): every result float32, grad_input widened
+        # exactly.
+        grad_input = (grad_input.astype(np.uint32) << 16).view(np.float32)
+    return LinearCrossEntropyResult(loss, grad_input, grad_weight, grad_bias)
 
 
 def merge_small_dims(shape, threshold, target_dims=1):

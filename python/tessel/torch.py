@@ -6,7 +6,9 @@ the backward multiplies the saved gradients by the incoming gradient. For ``redu
 the incoming gradient differs per row, and rows are already summed into ``grad_weight``, so the
 backward calls tessel again with it as ``grad_output_rows`` (a recompute, as Liger-Kernel and Cut
 Cross-Entropy do) and the forward computes the loss alone. Tensors cross through DLPack without
-copies; the gradients come back as NumPy-owned memory viewed by ``torch.from_numpy``.
+copies; the gradients come back as NumPy-owned memory viewed by ``torch.from_numpy``. For
+float16 and bfloat16 inputs tessel computes in float32; the loss and gradients are rounded once to
+the inputs' dtype, the dtype PyTorch gives them.
 """
 
 import torch
@@ -20,6 +22,16 @@ __all__ = ["Shampoo", "linear_cross_entropy"]
 def _array(tensor):
     # DLPack refuses tensors that require grad; detach() shares their storage.
     return None if tensor is None else tensor.detach()
+
+
+def _tensor(array, dtype):
+    """A result of tessel's as a tensor of the inputs' dtype: bfloat16 bits (uint16, NumPy has no
+    bfloat16) viewed, what tessel computes in float32 for 16-bit storage rounded once; no copy
+    otherwise."""
+    if array is None:
+        return None
+    tensor = torch.from_numpy(array)
+    return tensor.view(dtype) if tensor.dtype == torch.uint16 else tensor.to(dtype)
 
 
 _NO_GRADIENTS = dict(grad_input=False, grad_weight=False, grad_bias=False)
@@ -45,20 +57,20 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
         if per_row:
             ctx.save_for_backward(x, weight, target, bias, class_weights)
         else:
-            ctx.gradients = tuple(None if g is None else torch.from_numpy(g)
-                                  for g in (grad_input, grad_weight, grad_bias))
-        return torch.from_numpy(loss)
+            ctx.gradients = tuple(_tensor(g, x.dtype) for g in (grad_input, grad_weight, grad_bias))
+        return _tensor(loss, x.dtype)
 
     @staticmethod
     def backward(ctx, grad_loss):
         if ctx.options["reduction"] == "none":
             x, weight, target, bias, class_weights = ctx.saved_tensors
+            # tessel takes the per-row gradients in the type it computes in.
+            compute = torch.float64 if x.dtype == torch.float64 else torch.float32
             _, grad_input, grad_weight, grad_bias = _tessel.linear_cross_entropy(
                 _array(x), _array(weight), target, _array(bias),
-                class_weights=_array(class_weights), grad_output_rows=grad_loss.detach(),
-                **_wanted(ctx), **ctx.options)
-            gradients = tuple(None if g is None else torch.from_numpy(g)
-                              for g in (grad_input, grad_weight, grad_bias))
+                class_weights=_array(class_weights),
+                grad_output_rows=grad_loss.detach().to(compute), **_wanted(ctx), **ctx.options)
+            gradients = tuple(_tensor(g, x.dtype) for g in (grad_input, grad_weight, grad_bias))
         else:
             gradients = tuple(None if g is None else g * grad_loss for g in ctx.gradients)
         grad_input, grad_weight, grad_bias = gradients
@@ -77,7 +89,7 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
         loss, *_ = _tessel.linear_cross_entropy(
             _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
             grad_output_rows=None, **_NO_GRADIENTS, **options)
-        return torch.from_numpy(loss)
+        return _tensor(loss, x.dtype)
     return LinearCrossEntropyFunction.apply(x, weight, target, bias, class_weights, options)
 
 

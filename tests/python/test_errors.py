@@ -52,13 +52,20 @@ def call(x, weight, target, **options):
      r"weight has dtype f64 but must have input's dtype f32\."),
     (lambda x, w, y, b, c: call(x, w, y, bias=b.astype(np.float64)),
      r"bias has dtype f64 but must have input's dtype f32\."),
-    (lambda x, w, y, b, c: call(x, w, y.astype(np.int32)),
-     r"target has dtype i32 but must have the class indices' dtype i64\."),
-    (lambda x, w, y, b, c: call(x.astype(np.float16), w.astype(np.float16), y),
-     r"input has dtype f16; tessel's Python module computes on f32 \(float32\) and f64"),
-    (lambda x, w, y, b, c: call(x.astype(np.int64), w, y), r"input has dtype i64;"),
+    (lambda x, w, y, b, c: call(x.astype(np.float16), w, y),
+     r"weight has dtype f32 but must have input's dtype f16\."),
+    (lambda x, w, y, b, c: call(x.astype(np.float16), w.astype(np.float16), y, bias=b),
+     r"bias has dtype f32 but must have input's dtype f16\."),
+    (lambda x, w, y, b, c: call(x.astype(np.float16), w.astype(np.float16), y, class_weights=c),
+     r"class_weights has dtype f32 but must have input's dtype f16\."),
+    (lambda x, w, y, b, c: call(x, w, y.astype(np.int16)),
+     r"target has dtype i16 but class indices must be i64 \(int64\) or i32 \(int32\)\."),
+    (lambda x, w, y, b, c: call(x, w, y.astype(np.float32)), r"target has dtype f32 but"),
+    (lambda x, w, y, b, c: call(x.astype(np.int64), w, y),
+     r"input has dtype i64; tessel's FLCE computes on f32 \(float32\), f64 \(float64\), f16 "
+     r"\(float16\) and bf16 \(bfloat16\)\."),
     (lambda x, w, y, b, c: call(x.astype(np.complex64), w, y),
-     r"input has dtype DLPack type code 5 of 64 bits; tessel's Python module computes on f32"),
+     r"input has dtype DLPack type code 5 of 64 bits; tessel's FLCE computes on f32"),
     (lambda x, w, y, b, c: call(x[None], w, y),
      r"input must have 2 dimensions \(rows, hidden\), got 3\."),
     (lambda x, w, y, b, c: call(x, w, y[:, None]),
@@ -81,9 +88,17 @@ def test_same_errors_through_torch(problem):
         tessel.linear_cross_entropy(xt, torch.tensor(weight), torch.tensor(target[:4]))
     with pytest.raises(ValueError, match=r"weight has dtype bf16 but must have input's dtype f32"):
         tessel.linear_cross_entropy(xt, torch.tensor(weight).bfloat16(), torch.tensor(target))
-    with pytest.raises(ValueError, match=r"input has dtype bf16;"):
-        tessel.linear_cross_entropy(xt.bfloat16(), torch.tensor(weight).bfloat16(),
-                                    torch.tensor(target))
+    # Mixed 16-bit dtypes name both.
+    bf16 = xt.detach().bfloat16().requires_grad_()
+    with pytest.raises(ValueError, match=r"weight has dtype f16 but must have input's dtype bf16"):
+        tessel.linear_cross_entropy(bf16, torch.tensor(weight).half(), torch.tensor(target))
+    with pytest.raises(ValueError, match=r"bias has dtype f32 but must have input's dtype bf16"):
+        tessel.linear_cross_entropy(bf16, torch.tensor(weight).bfloat16(), torch.tensor(target),
+                                    torch.zeros(weight.shape[0]))
+    with pytest.raises(ValueError,
+                       match=r"class_weights has dtype f32 but must have input's dtype bf16"):
+        tessel.linear_cross_entropy(bf16, torch.tensor(weight).bfloat16(), torch.tensor(target),
+                                    class_weights=torch.ones(weight.shape[0]))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

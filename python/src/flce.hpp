@@ -1,0 +1,37 @@
+// FLCE's binding, split by storage type: module.cpp checks what is common to every dtype and
+// dispatches on the input's; flce_f32.cpp, flce_f64.cpp, flce_f16.cpp and flce_bf16.cpp each
+// instantiate flce::forward for one storage type (flce_run.hpp), so that Ninja compiles them in
+// parallel and a serial build pays each once.
+#pragma once
+
+#include <cstdint>
+
+#include "arrays.hpp"
+
+#include <tessel/flce/types.hpp>
+
+namespace tessel_python {
+
+// One call of tessel.linear_cross_entropy as the binding received it: the arrays (bias,
+// class_weights and grad_output_rows may be invalid: not given), the options, and which gradients
+// to compute (each one left out is work and memory saved: a frozen LM head needs no
+// (vocab, hidden) grad_weight; none is an evaluation pass).
+struct FlceCall {
+  InArray input, weight, target, bias, class_weights, grad_output_rows;
+  tessel::flce::Reduction reduction = tessel::flce::Reduction::mean;
+  std::int64_t ignore_index = -100;
+  double label_smoothing = 0.0, lse_square_scale = 0.0, softcap = 0.0, temperature = 1.0;
+  bool grad_input = false, grad_weight = false, grad_bias = false;
+};
+
+// (loss, grad_input, grad_weight, grad_bias) of flce::forward on storage type T (float, double,
+// tessel::half, tessel::bfloat16), as fresh NumPy arrays or None. The loss, grad_weight and
+// grad_bias are in accum_t<T> (float for 16-bit storage), grad_input in T: float16 for half, and
+// for bfloat16, which NumPy lacks, uint16 holding its bits (tessel.torch views them as
+// torch.bfloat16). grad_output_rows must be accum_t<T>.
+// @pre call.input is a host array of rank 2 and dtype T; call.target one of rank 1 and dtype i64
+//      or i32
+template <class T>
+nb::tuple run_linear_cross_entropy(FlceCall const& call);
+
+}  // namespace tessel_python

@@ -1,0 +1,4 @@
+// flce::forward on bf16 storage for the Python module (flce.hpp says why one file per type).
+#include "flce_run.hpp"
+
+template nanobind::tuple tessel_python::run_linear_cross_entropy<tessel::bfloat16>(FlceCall const&);

@@ -1,0 +1,4 @@
+// flce::forward on f32 storage for the Python module (flce.hpp says why one file per type).
+#include "flce_run.hpp"
+
+template nanobind::tuple tessel_python::run_linear_cross_entropy<float>(FlceCall const&);
