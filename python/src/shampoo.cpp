@@ -6,6 +6,7 @@
 // bytes) entries, so every factor dtype and the bool/int64 scalars round-trip bit for bit.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -14,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -97,6 +99,28 @@ std::string_view orthogonalization_key(sh::OrthogonalizationMethod m) {
   return "unknown";
 }
 
+std::string_view root_method_key(sh::RootMethod m) {
+  switch (m) {
+    case sh::RootMethod::eigen:
+      return "eigen";
+    case sh::RootMethod::coupled_newton:
+      return "coupled_newton";
+  }
+  return "unknown";
+}
+
+std::string_view averaging_key(sh::AveragingType t) {
+  switch (t) {
+    case sh::AveragingType::none:
+      return "none";
+    case sh::AveragingType::generalized_primal:
+      return "generalized_primal";
+    case sh::AveragingType::schedule_free:
+      return "schedule_free";
+  }
+  return "unknown";
+}
+
 // A Python value as V, or a TypeError naming the option and the value.
 template <class V>
 V cast_option(nb::handle value, char const* key) {
@@ -135,6 +159,26 @@ sh::IgnoredBasisChangeDims ignored_dims(nb::handle value) {
   for (auto [order, dims] : cast_option<nb::dict>(value, key))
     out[cast_option<index_t>(order, key)] = cast_option<std::vector<index_t>>(dims, key);
   return out;
+}
+
+// Distributed Shampoo's scale_by_dims_fn, evaluated by tessel.torch (Python, with the GIL, where
+// its exceptions belong) for the (d_in, d_out) of every 2-D block of the group's plan: the C++
+// step looks the scale up instead of calling back into Python. None: no scaling.
+std::function<double(index_t, index_t)> scale_by_dims(nb::handle value) {
+  constexpr char const* key = "scale_by_dims";
+  if (value.is_none()) return {};
+  std::map<std::pair<index_t, index_t>, double> table;
+  for (auto [dims, scale] : cast_option<nb::dict>(value, key)) {
+    auto const d = cast_option<std::array<index_t, 2>>(dims, key);
+    table[{d[0], d[1]}] = cast_option<double>(scale, key);
+  }
+  return [table = std::move(table)](index_t d_in, index_t d_out) {
+    auto const it = table.find({d_in, d_out});
+    if (it == table.end())
+      tessel::detail::throw_error(sentence("scale_by_dims_fn was not evaluated for d_in ", d_in,
+                                           " and d_out ", d_out, ", a block the plan lacks."));
+    return it->second;
+  };
 }
 
 // math.inf (None here) is Distributed Shampoo's "no limit", tessel's shampoo::infinite.
@@ -204,6 +248,35 @@ sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
       std::array{sh::OrthogonalizationMethod::newton_schulz, sh::OrthogonalizationMethod::svd},
       orthogonalization_key);
   o.svd.scale_by_nuclear_norm = get("svd_scale_by_nuclear_norm", flag);
+  o.newton_schulz.num_iterations = get("newton_schulz_num_iterations", integer);
+  auto const [a, b, c] =
+      get("newton_schulz_coefficients", std::type_identity<std::array<double, 3>>{});
+  o.newton_schulz.a = a;
+  o.newton_schulz.b = b;
+  o.newton_schulz.c = c;
+  // Distributed Shampoo's scale_by_dims_fn belongs to the orthogonalization config in use.
+  auto& scale = o.orthogonalization == sh::OrthogonalizationMethod::svd
+                    ? o.svd.scale_by_dims
+                    : o.newton_schulz.scale_by_dims;
+  scale = scale_by_dims(d["scale_by_dims"]);
+  o.root.method = parse_choice(get("root_method", text), "root_method",
+                               std::array{sh::RootMethod::eigen, sh::RootMethod::coupled_newton},
+                               root_method_key);
+  o.root.coupled_newton.max_iterations = get("coupled_newton_max_iterations", integer);
+  o.root.coupled_newton.tolerance = get("coupled_newton_tolerance", real);
+  o.root.eigen.retry_double_precision = get("retry_double_precision", flag);
+  o.root.eigen.perturb_before_computation = get("perturb_before_computation", flag);
+  o.root.eigen.pseudo_inverse = get("pseudo_inverse", flag);
+  o.root.eigen.rank_atol = get("rank_atol", real);
+  o.root.eigen.rank_rtol = get("rank_rtol", real);
+  o.averaging.type =
+      parse_choice(get("iterate_averaging", text), "iterate_averaging",
+                   std::array{sh::AveragingType::none, sh::AveragingType::generalized_primal,
+                              sh::AveragingType::schedule_free},
+                   averaging_key);
+  o.averaging.eval_interp_coeff = get("eval_interp_coeff", real);
+  o.averaging.train_interp_coeff = get("train_interp_coeff", real);
+  o.averaging.eval_coeff_lr_power = get("eval_coeff_lr_power", real);
   auto const dims = std::type_identity<std::optional<index_t>>{};
   return sh::ParamGroup{std::move(params), std::move(o),
                         dim_or_infinite(get("max_preconditioner_dim", dims)),
@@ -287,18 +360,22 @@ class Optimizer {
                       " gradients but the optimizer has ", shapes_.size(), " parameters."));
     std::vector<nb::ndarray<>> ps;  // keep the views alive while the step runs
     std::vector<InArray> gs;
-    std::vector<std::span<T>> p_spans;
-    std::vector<std::span<T const>> g_spans;
-    for (std::size_t i = 0; i < shapes_.size(); ++i) {
-      ps.push_back(nb::cast<nb::ndarray<>>(params[i]));
-      gs.push_back(nb::cast<InArray>(grads[i]));
-      check_step_array<T>(ps.back(), sentence("parameter ", i), shapes_[i]);
-      check_step_array<T>(gs.back(), sentence("the gradient of parameter ", i), shapes_[i]);
-      p_spans.emplace_back(static_cast<T*>(ps.back().data()), ps.back().size());
-      g_spans.emplace_back(static_cast<T const*>(gs.back().data()), gs.back().size());
-    }
+    auto const p_spans = spans<T>(params, ps, "parameter ");
+    auto const g_spans = spans<T const>(grads, gs, "the gradient of parameter ");
     nb::gil_scoped_release released;
     shampoo_->step(p_spans, g_spans);
+  }
+
+  // Iterate averaging's eval() and train(): the parameters move to the averaged sequence and
+  // back, in place (params as for step()).
+  void switch_mode(nb::list params, bool to_train) {
+    if (params.size() != shapes_.size())
+      refuse(sentence(to_train ? "train" : "eval", " got ", params.size(),
+                      " parameters but the optimizer has ", shapes_.size(), " parameters."));
+    std::vector<nb::ndarray<>> ps;
+    auto const p_spans = spans<T>(params, ps, "parameter ");
+    nb::gil_scoped_release released;
+    to_train ? shampoo_->train(p_spans) : shampoo_->eval(p_spans);
   }
 
   void set_lr(std::size_t group, double lr) { shampoo_->set_lr(group, lr); }
@@ -328,6 +405,20 @@ class Optimizer {
   }
 
  private:
+  // Spans over arrays[i], one per parameter, each checked against parameter i (its name: `what`
+  // and i); `views` keeps the arrays' views alive while the C++ reads them.
+  template <class E, class Array>
+  std::vector<std::span<E>> spans(nb::list arrays, std::vector<Array>& views,
+                                  char const* what) const {
+    std::vector<std::span<E>> out;
+    for (std::size_t i = 0; i < shapes_.size(); ++i) {
+      views.push_back(nb::cast<Array>(arrays[i]));
+      check_step_array<T>(views.back(), sentence(what, i), shapes_[i]);
+      out.emplace_back(static_cast<E*>(views.back().data()), views.back().size());
+    }
+    return out;
+  }
+
   std::vector<Shape> shapes_;
   std::unique_ptr<sh::GroupedShampoo<T>> shampoo_;
 };
@@ -338,6 +429,7 @@ void bind_optimizer(nb::module_& m, char const* name) {
       .def(nb::init<std::vector<Shape>, nb::list>(), nb::arg("shapes"), nb::arg("groups"))
       .def("step", &Optimizer<T>::step, nb::arg("params"), nb::arg("grads"))
       .def("set_lr", &Optimizer<T>::set_lr, nb::arg("group"), nb::arg("lr"))
+      .def("switch_mode", &Optimizer<T>::switch_mode, nb::arg("params"), nb::arg("to_train"))
       .def_prop_ro("step_count", &Optimizer<T>::step_count)
       .def("state_dict", &Optimizer<T>::state_dict)
       .def("load_state_dict", &Optimizer<T>::load_state_dict, nb::arg("entries"));

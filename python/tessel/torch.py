@@ -148,7 +148,16 @@ class Shampoo(torch.optim.Optimizer):
     eigenvalue-corrected), ``eigendecomposition`` "eigh" or "qr" with
     ``eigendecomposition_tolerance`` and ``qr_max_iterations`` (``DefaultSOAPConfig``: "qr"),
     ``orthogonalization`` "newton_schulz" or "svd" with ``svd_scale_by_nuclear_norm`` (spectral
-    descent). Each parameter group (a dict, as for any torch optimizer) may set its own options.
+    descent), ``newton_schulz_num_iterations`` and ``newton_schulz_coefficients``
+    (``NewtonSchulzOrthogonalizationConfig``), ``scale_by_dims_fn`` (either's; None: no scaling).
+    The root settings: ``root_method`` "eigen" (``EigenConfig``: ``retry_double_precision``,
+    ``perturb_before_computation``; ``pseudo_inverse`` with ``rank_atol`` and ``rank_rtol``,
+    ``PseudoInverseConfig``) or "coupled_newton" (``CoupledNewtonConfig``:
+    ``coupled_newton_max_iterations``, ``coupled_newton_tolerance``). Iterate averaging
+    (``iterate_averaging_config``): ``iterate_averaging`` "none", "generalized_primal"
+    (``eval_interp_coeff``, ``train_interp_coeff``) or "schedule_free" (``train_interp_coeff``,
+    ``eval_coeff_lr_power``), with ``train()`` and ``eval()``. Each parameter group (a dict, as
+    for any torch optimizer) may set its own options.
 
     Every parameter is a contiguous CPU tensor of one dtype, float32 or float64, and is updated
     in place (no copy). A step needs the gradient of every parameter, or of none (then nothing
@@ -169,7 +178,13 @@ class Shampoo(torch.optim.Optimizer):
                  drop_weighting_factor_on_gsquare=False, kl_shampoo=False,
                  eigendecomposition="eigh", eigendecomposition_tolerance=0.0,
                  qr_max_iterations=1, orthogonalization="newton_schulz",
-                 svd_scale_by_nuclear_norm=False):
+                 svd_scale_by_nuclear_norm=False, newton_schulz_num_iterations=5,
+                 newton_schulz_coefficients=(3.4445, -4.7750, 2.0315), scale_by_dims_fn=None,
+                 root_method="eigen", coupled_newton_max_iterations=100,
+                 coupled_newton_tolerance=1e-6, retry_double_precision=True,
+                 perturb_before_computation=True, pseudo_inverse=False, rank_atol=0.0,
+                 rank_rtol=0.0, iterate_averaging="none", eval_interp_coeff=0.9,
+                 train_interp_coeff=0.8, eval_coeff_lr_power=2):
         defaults = dict(
             lr=lr, betas=betas, beta3=beta3, epsilon=epsilon, momentum=momentum,
             dampening=dampening, use_nesterov=use_nesterov, weight_decay=weight_decay,
@@ -188,7 +203,17 @@ class Shampoo(torch.optim.Optimizer):
             kl_shampoo=kl_shampoo, eigendecomposition=eigendecomposition,
             eigendecomposition_tolerance=eigendecomposition_tolerance,
             qr_max_iterations=qr_max_iterations, orthogonalization=orthogonalization,
-            svd_scale_by_nuclear_norm=svd_scale_by_nuclear_norm)
+            svd_scale_by_nuclear_norm=svd_scale_by_nuclear_norm,
+            newton_schulz_num_iterations=newton_schulz_num_iterations,
+            newton_schulz_coefficients=tuple(newton_schulz_coefficients),
+            scale_by_dims_fn=scale_by_dims_fn, root_method=root_method,
+            coupled_newton_max_iterations=coupled_newton_max_iterations,
+            coupled_newton_tolerance=coupled_newton_tolerance,
+            retry_double_precision=retry_double_precision,
+            perturb_before_computation=perturb_before_computation, pseudo_inverse=pseudo_inverse,
+            rank_atol=rank_atol, rank_rtol=rank_rtol, iterate_averaging=iterate_averaging,
+            eval_interp_coeff=eval_interp_coeff, train_interp_coeff=train_interp_coeff,
+            eval_coeff_lr_power=eval_coeff_lr_power)
         self._tessel = None
         super().__init__(params, defaults)
         self._params = [p for group in self.param_groups for p in group["params"]]
@@ -220,7 +245,23 @@ class Shampoo(torch.optim.Optimizer):
         options["factor_matrix_dtype"] = _dtype_name(group["factor_matrix_dtype"])
         for k in ("max_preconditioner_dim", "target_parameter_dimensionality"):
             options[k] = tessel_plan._dim(group[k])
+        options["scale_by_dims"] = Shampoo._scale_by_dims(group)
         return options
+
+    @staticmethod
+    def _scale_by_dims(group):
+        """scale_by_dims_fn evaluated here, in Python, for the (d_in, d_out) of every 2-D block of
+        the group's plan (d_in its columns, d_out its rows): the C++ step looks the scales up
+        rather than calling back into Python. None without a function."""
+        fn = group["scale_by_dims_fn"]
+        if fn is None:
+            return None
+        plan = tessel_plan.shampoo([p.shape for p in group["params"]],
+                                   group["max_preconditioner_dim"],
+                                   group["target_parameter_dimensionality"])
+        dims = {(b.shape[1], b.shape[0]) for p in plan.params for b in p.blocks
+                if len(b.shape) == 2}
+        return {d: float(fn(*d)) for d in sorted(dims)}
 
     def add_param_group(self, param_group):
         if self._tessel is not None:
@@ -253,6 +294,20 @@ class Shampoo(torch.optim.Optimizer):
         self._tessel.step([p.detach() for p in self._params],
                           [p.grad.detach() for p in self._params])
         return loss
+
+    @torch.no_grad()
+    def train(self):
+        """Iterate averaging (``iterate_averaging``): moves the parameters back from the averaged
+        sequence to the one gradients are taken at, in place, as Distributed Shampoo's
+        ``train()``. Nothing changes without iterate averaging or in train mode already."""
+        self._tessel.switch_mode([p.detach() for p in self._params], True)
+
+    @torch.no_grad()
+    def eval(self):
+        """Iterate averaging: moves the parameters to the averaged sequence
+        ``x = y + (1 - 1 / train_interp_coeff) (z - y)`` for evaluation, in place, as Distributed
+        Shampoo's ``eval()``; ``step()`` is refused until ``train()``."""
+        self._tessel.switch_mode([p.detach() for p in self._params], False)
 
     def state_dict(self):
         """``{"state": {param index: nested dict}, "param_groups": [...]}``, torch's layout, with

@@ -508,21 +508,40 @@ CONFIG_SETTINGS = [
 ]
 
 
-@pytest.mark.skipif(tessel_cli() is None,
-                    reason="no tessel CLI (set TESSEL_CLI or build build/default/bin/tessel)")
-@pytest.mark.parametrize("settings,flags", CONFIG_SETTINGS)
-def test_steps_match_the_tessel_shampoo_run_cli(tmp_path, settings, flags):
-    params, grads = model_and_grads(torch.float64, steps=3)
+# The root settings (amortized_computation_config), checked against the CLI only: several change
+# nothing measurable on these steps (a retry happens only when a decomposition fails).
+# epsilon 1e-4 for coupled Newton and for perturbation after the decomposition: the 1-D block's
+# rank-deficient factor would otherwise divide the two builds' rounding in its null space by about
+# 1e-12.
+ROOT_SETTINGS = [
+    (dict(root_method="coupled_newton", coupled_newton_max_iterations=40,
+          coupled_newton_tolerance=1e-9, epsilon=1e-4),
+     ["--root-method", "coupled-newton", "--coupled-newton-max-iterations", "40",
+      "--coupled-newton-tolerance", "1e-9", "--epsilon", "1e-4"]),
+    (dict(retry_double_precision=False, perturb_before_computation=False, epsilon=1e-4),
+     ["--retry-double-precision", "false", "--perturb-before-computation", "false",
+      "--epsilon", "1e-4"]),
+    (dict(pseudo_inverse=True, epsilon=0.0, rank_atol=1e-8, rank_rtol=1e-6),
+     ["--pseudo-inverse", "--epsilon", "0", "--rank-atol", "1e-8", "--rank-rtol", "1e-6"]),
+]
+
+# Options that tessel.torch.Shampoo takes as keywords and `tessel shampoo run` as flags.
+BASE_OPTIONS = (dict(lr=0.05, grafting="adam", weight_decay=1e-3, max_preconditioner_dim=4,
+                     precondition_frequency=2, factor_matrix_dtype=torch.float64),
+                ["--lr", "0.05", "--grafting", "adam", "--weight-decay", "1e-3",
+                 "--max-preconditioner-dim", "4", "--precondition-frequency", "2",
+                 "--factor-dtype", "f64"])
+MOMENTUM = (dict(momentum=0.9, use_nesterov=True), ["--momentum", "0.9", "--nesterov"])
+
+needs_cli = pytest.mark.skipif(
+    tessel_cli() is None, reason="no tessel CLI (set TESSEL_CLI or build build/default/bin/tessel)")
+
+
+def assert_steps_match_the_cli(tmp_path, params, grads, options, flags):
+    """tessel.torch.Shampoo(params, **options) through `grads` against `tessel shampoo run`."""
     start = [p.detach().numpy().copy() for p in params]
-    optimizer = tessel.torch.Shampoo(params, lr=0.05, grafting="adam", momentum=0.9,
-                                     use_nesterov=True, weight_decay=1e-3,
-                                     max_preconditioner_dim=4, precondition_frequency=2,
-                                     factor_matrix_dtype=torch.float64, **settings)
-    take_steps(optimizer, params, grads)
-    command = [tessel_cli(), "shampoo", "run", "--lr", "0.05", "--grafting", "adam",
-               "--momentum", "0.9", "--nesterov", "--weight-decay", "1e-3",
-               "--max-preconditioner-dim", "4", "--precondition-frequency", "2",
-               "--factor-dtype", "f64", *flags]
+    take_steps(tessel.torch.Shampoo(params, **options), params, grads)
+    command = [tessel_cli(), "shampoo", "run", *flags]
     for i, w in enumerate(start):
         np.save(tmp_path / f"w{i}.npy", w)
         np.save(tmp_path / f"g{i}.npy", np.stack([step[i].numpy() for step in grads]))
@@ -533,6 +552,47 @@ def test_steps_match_the_tessel_shampoo_run_cli(tmp_path, settings, flags):
         # The same C++ step, compiled with other flags (-march=native here): rounding apart.
         np.testing.assert_allclose(p.detach().numpy(), np.load(tmp_path / f"o{i}.npy"),
                                    rtol=1e-12, atol=1e-14)
+
+
+@needs_cli
+@pytest.mark.parametrize("settings,flags", CONFIG_SETTINGS + ROOT_SETTINGS)
+def test_steps_match_the_tessel_shampoo_run_cli(tmp_path, settings, flags):
+    params, grads = model_and_grads(torch.float64, steps=3)
+    assert_steps_match_the_cli(tmp_path, params, grads,
+                               {**BASE_OPTIONS[0], **MOMENTUM[0], **settings},
+                               [*BASE_OPTIONS[1], *MOMENTUM[1], *flags])
+
+
+@needs_cli
+@pytest.mark.parametrize("settings,flags", [
+    (dict(iterate_averaging="generalized_primal", eval_interp_coeff=0.7, train_interp_coeff=0.6),
+     ["--iterate-averaging", "generalized-primal", "--eval-interp-coeff", "0.7",
+      "--train-interp-coeff", "0.6"]),
+    (dict(iterate_averaging="schedule_free", train_interp_coeff=0.9, eval_coeff_lr_power=3),
+     ["--iterate-averaging", "schedule-free", "--train-interp-coeff", "0.9",
+      "--eval-coeff-lr-power", "3"]),
+])
+def test_iterate_averaging_matches_the_cli(tmp_path, settings, flags):
+    # The parameters in train mode are the CLI's output, the training sequence.
+    params, grads = model_and_grads(torch.float64, steps=4)
+    assert_steps_match_the_cli(tmp_path, params, grads, {**BASE_OPTIONS[0], **settings},
+                               [*BASE_OPTIONS[1], *flags])
+
+
+@needs_cli
+def test_newton_schulz_settings_match_the_cli(tmp_path):
+    rng = np.random.default_rng(3)
+    shapes = [(5, 3), (4, 6)]
+    params = [torch.nn.Parameter(torch.tensor(rng.standard_normal(s))) for s in shapes]
+    grads = [[torch.tensor(rng.standard_normal(s)) for s in shapes] for _ in range(3)]
+    assert_steps_match_the_cli(
+        tmp_path, params, grads,
+        dict(lr=0.05, momentum=0.9, weight_decay=1e-3, preconditioner="spectral_descent",
+             target_parameter_dimensionality=2, newton_schulz_num_iterations=3,
+             newton_schulz_coefficients=(3.0, -3.2, 1.2)),
+        ["--lr", "0.05", "--momentum", "0.9", "--weight-decay", "1e-3", "--preconditioner",
+         "spectral-descent", "--target-dims", "2", "--newton-schulz-iterations", "3",
+         "--newton-schulz-coefficients", "3,-3.2,1.2"])
 
 
 @pytest.mark.parametrize("settings,flags", CONFIG_SETTINGS[1:])
@@ -580,3 +640,176 @@ def test_config_settings_are_checked():
         tessel.torch.Shampoo([w], orthogonalization="polar")
     with pytest.warns(UserWarning, match=r"ignored_basis_change_dims has no effect with shampoo"):
         tessel.torch.Shampoo([w], ignored_basis_change_dims={2: [0]})
+
+
+def spectral_step(shapes, seed=4, **options):
+    """Each parameter after one spectral-descent step from 0 (beta1 0: the orthogonalized gradient
+    times -lr), float64."""
+    rng = np.random.default_rng(seed)
+    params = [torch.nn.Parameter(torch.zeros(s, dtype=torch.float64)) for s in shapes]
+    optimizer = tessel.torch.Shampoo(params, lr=0.1, betas=(0.0, 1.0),
+                                     preconditioner="spectral_descent",
+                                     target_parameter_dimensionality=2, **options)
+    for p in params:
+        p.grad = torch.tensor(rng.standard_normal(p.shape))
+    optimizer.step()
+    return [p.detach().numpy() for p in params]
+
+
+@pytest.mark.parametrize("orthogonalization", ["newton_schulz", "svd"])
+def test_scale_by_dims_fn_scales_each_block_by_its_dimensions(orthogonalization):
+    # Distributed Shampoo's scale_by_dims_fn(d_in, d_out), d_in a block's columns and d_out its
+    # rows (Muon's sqrt(max(1, d_out / d_in)) here), for either orthogonalization.
+    def muon(d_in, d_out):
+        return max(1.0, d_out / d_in) ** 0.5
+
+    shapes = [(6, 4), (3, 5)]
+    plain = spectral_step(shapes, orthogonalization=orthogonalization)
+    scaled = spectral_step(shapes, orthogonalization=orthogonalization, scale_by_dims_fn=muon)
+    for shape, a, b in zip(shapes, plain, scaled):
+        np.testing.assert_allclose(b, muon(shape[1], shape[0]) * a, rtol=1e-14, atol=0)
+    assert not np.array_equal(plain[0], scaled[0])
+
+
+def test_newton_schulz_settings_reach_the_step():
+    # Zero iterations leave the normalized gradient G / ||G||_F; (a, b, c) = (1, 0, 0) keeps it
+    # whatever the count.
+    rng = np.random.default_rng(4)
+    g = rng.standard_normal((6, 4))
+    want = -0.1 * g / np.linalg.norm(g)
+    for options in (dict(newton_schulz_num_iterations=0),
+                    dict(newton_schulz_coefficients=(1.0, 0.0, 0.0))):
+        np.testing.assert_allclose(spectral_step([(6, 4)], **options)[0], want, rtol=1e-13,
+                                   atol=0)
+
+
+def averaging_optimizer(w, **options):
+    return tessel.torch.Shampoo([w], lr=0.1, target_parameter_dimensionality=2,
+                                iterate_averaging="generalized_primal", train_interp_coeff=0.6,
+                                **options)
+
+
+def test_eval_moves_to_the_averaged_sequence_and_train_back():
+    # Distributed Shampoo's eval(): x = y + (1 - 1 / mu_y) (z - y), z the state's weight_buffer;
+    # train() returns to y. Both in place; step() is refused in eval mode.
+    rng = np.random.default_rng(6)
+    w = torch.nn.Parameter(torch.tensor(rng.standard_normal((4, 3))))
+    optimizer = averaging_optimizer(w)
+    take_steps(optimizer, [w], [[torch.tensor(rng.standard_normal((4, 3)))] for _ in range(3)])
+    y = w.detach().clone()
+    z = optimizer.state_dict()["state"][0]["block_0"]["weight_buffer"].reshape(4, 3)
+    address = w.data_ptr()
+    optimizer.eval()
+    torch.testing.assert_close(w.detach(), y + (1 - 1 / 0.6) * (z - y), rtol=1e-13, atol=1e-15)
+    assert w.data_ptr() == address and not torch.equal(w.detach(), y)
+    evaluated = w.detach().clone()
+    optimizer.eval()  # already in eval mode: nothing changes
+    assert torch.equal(w.detach(), evaluated)
+    w.grad = torch.zeros(4, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"step\(\) in eval mode: with iterate averaging the "
+                                         r"parameters hold the averaged sequence"):
+        optimizer.step()
+    assert torch.equal(w.detach(), evaluated)
+    optimizer.train()
+    torch.testing.assert_close(w.detach(), y, rtol=1e-13, atol=1e-15)
+
+
+def test_a_state_saved_in_eval_mode_resumes_in_eval_mode():
+    rng = np.random.default_rng(7)
+    w = torch.nn.Parameter(torch.tensor(rng.standard_normal((4, 3))))
+    optimizer = averaging_optimizer(w)
+    take_steps(optimizer, [w], [[torch.tensor(rng.standard_normal((4, 3)))] for _ in range(2)])
+    optimizer.eval()
+    buffer = io.BytesIO()
+    torch.save(optimizer.state_dict(), buffer)
+    resumed_w = torch.nn.Parameter(w.detach().clone())
+    resumed = averaging_optimizer(resumed_w)
+    buffer.seek(0)
+    resumed.load_state_dict(torch.load(buffer))
+    resumed_w.grad = torch.zeros(4, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"step\(\) in eval mode"):
+        resumed.step()
+    optimizer.train()
+    resumed.train()
+    assert torch.equal(w.detach(), resumed_w.detach())
+
+
+def test_eval_and_train_without_averaging_change_nothing():
+    w = torch.nn.Parameter(torch.ones(4, 3))
+    optimizer = tessel.torch.Shampoo([w])
+    w.grad = torch.ones(4, 3)
+    optimizer.step()
+    after = w.detach().clone()
+    optimizer.eval()
+    assert torch.equal(w.detach(), after)
+    optimizer.step()  # not refused: there is no averaged sequence
+    optimizer.train()
+
+
+@pytest.mark.parametrize("options, message", [
+    # The sentences name the values: each keyword reaches its field of shampoo::Options.
+    (dict(coupled_newton_max_iterations=50, coupled_newton_tolerance=1e-9),
+     r"coupled Newton's max_iterations 50 and tolerance 1e-09 have no effect with the eigen root "
+     r"method\."),
+    (dict(rank_atol=1e-8, rank_rtol=1e-6),
+     r"rank_atol 1e-08 and rank_rtol 1e-06 have no effect without the pseudo-inverse\."),
+    (dict(root_method="coupled_newton", perturb_before_computation=False,
+          retry_double_precision=False),
+     r"the eigen root settings \(pseudo_inverse false, rank_atol 0, rank_rtol 0, "
+     r"perturb_before_computation false, retry_double_precision false\) have no effect with the "
+     r"coupled Newton root method\."),
+    (dict(preconditioner="eigenvalue_corrected", root_method="coupled_newton"),
+     r"root method coupled Newton has no effect with eigenvalue-corrected Shampoo"),
+    (dict(newton_schulz_num_iterations=3),
+     r"the newton_schulz settings have no effect with shampoo \(spectral descent uses them\)\."),
+    (dict(scale_by_dims_fn=lambda d_in, d_out: 2.0),
+     r"the newton_schulz settings have no effect with shampoo"),
+    (dict(preconditioner="spectral_descent", orthogonalization="svd",
+          newton_schulz_coefficients=(3.0, -3.2, 1.2)),
+     r"the newton_schulz settings have no effect with SVD orthogonalization"),
+    (dict(iterate_averaging="schedule_free", eval_interp_coeff=0.5),
+     r"eval_interp_coeff 0\.5 has no effect with iterate averaging schedule-free \(generalized "
+     r"primal averaging uses it\)\."),
+    (dict(iterate_averaging="generalized_primal", eval_coeff_lr_power=3),
+     r"eval_coeff_lr_power 3 has no effect with iterate averaging generalized primal averaging"),
+    (dict(train_interp_coeff=0.5),
+     r"train_interp_coeff 0\.5 has no effect without iterate averaging\."),
+], ids=lambda v: None if isinstance(v, str) else "-".join(v))
+def test_root_orthogonalization_and_averaging_settings_switched_off_warn(options, message):
+    with pytest.warns(UserWarning, match=message):
+        tessel.torch.Shampoo([torch.nn.Parameter(torch.zeros(4, 3))],
+                             target_parameter_dimensionality=2, **options)
+
+
+@pytest.mark.parametrize("options, error, message", [
+    (dict(pseudo_inverse=True), ValueError,
+     r"epsilon must be 0 when the pseudo-inverse is used, got 1e-12\."),
+    (dict(iterate_averaging="generalized_primal", momentum=0.9), ValueError,
+     r"momentum 0\.9 and iterate averaging generalized primal averaging exclude each other"),
+    (dict(iterate_averaging="polyak"), ValueError,
+     r'unknown iterate_averaging "polyak"; valid values are none, generalized_primal and '
+     r"schedule_free\."),
+    (dict(root_method="newton"), ValueError,
+     r'unknown root_method "newton"; valid values are eigen and coupled_newton\.'),
+    (dict(root_method="coupled_newton", coupled_newton_max_iterations=0), ValueError,
+     r"coupled Newton max_iterations must be >= 1, got 0\."),
+    (dict(iterate_averaging="generalized_primal", train_interp_coeff=0.0), ValueError,
+     r"train_interp_coeff must be in \(0, 1\], got 0\."),
+    (dict(rank_rtol=-1.0), ValueError, r"rank_rtol must be >= 0, got -1\."),
+    (dict(newton_schulz_coefficients=(1.0, 2.0)), TypeError,
+     r"the option newton_schulz_coefficients cannot be \(1\.0, 2\.0\)\."),
+    (dict(rank_rtol=None), TypeError, r"the option rank_rtol cannot be None\."),
+], ids=lambda v: None if isinstance(v, (str, type)) else "-".join(v))
+def test_bad_root_orthogonalization_and_averaging_settings_are_refused(options, error, message):
+    with pytest.raises(error, match=message):
+        tessel.torch.Shampoo([torch.nn.Parameter(torch.zeros(4, 3))], **options)
+
+
+def test_scale_by_dims_fn_errors_are_raised_when_the_optimizer_is_built():
+    def broken(d_in, d_out):
+        raise RuntimeError(f"no scale for {d_in}x{d_out}")
+
+    with pytest.raises(RuntimeError, match=r"no scale for 3x4"):
+        tessel.torch.Shampoo([torch.nn.Parameter(torch.zeros(4, 3))],
+                             preconditioner="spectral_descent",
+                             target_parameter_dimensionality=2, scale_by_dims_fn=broken)
