@@ -47,78 +47,27 @@ std::string shape_text(Shape const& s) {
 
 // ---- options ----
 
-// The value whose name (as the tessel function `name` spells it) is `text`, or a sentence
-// listing the valid names.
-template <class E, std::size_t N, class Name>
+// The value of `values` whose name (names[i] names values[i]) is `text`, or a sentence listing
+// the valid names. Python spells the enumerations whose tessel names are prose (preconditioners,
+// methods) in snake_case, given here as `names`.
+template <class E, std::size_t N>
 E parse_choice(std::string_view text, char const* option, std::array<E, N> const& values,
-               Name name) {
+               std::array<std::string_view, N> const& names) {
   std::string valid;
   for (std::size_t i = 0; i < N; ++i) {
-    if (name(values[i]) == text) return values[i];
-    valid += sentence(i == 0 ? "" : i + 1 == N ? " and " : ", ", name(values[i]));
+    if (names[i] == text) return values[i];
+    valid += sentence(i == 0 ? "" : i + 1 == N ? " and " : ", ", names[i]);
   }
   refuse(sentence("unknown ", option, " \"", text, "\"; valid values are ", valid, "."));
 }
 
-// Python's spelling of the preconditioners (tessel's preconditioner_name is prose).
-std::string_view preconditioner_key(sh::PreconditionerType t) {
-  switch (t) {
-    case sh::PreconditionerType::shampoo:
-      return "shampoo";
-    case sh::PreconditionerType::eigendecomposed:
-      return "eigendecomposed";
-    case sh::PreconditionerType::eigenvalue_corrected:
-      return "eigenvalue_corrected";
-    case sh::PreconditionerType::spectral_descent:
-      return "spectral_descent";
-    case sh::PreconditionerType::sign_descent:
-      return "sign_descent";
-  }
-  return "unknown";
-}
-
-// Python's spelling of the eigendecomposition and orthogonalization methods (tessel's names are
-// prose).
-std::string_view eigendecomposition_key(sh::EigendecompositionMethod m) {
-  switch (m) {
-    case sh::EigendecompositionMethod::eigh:
-      return "eigh";
-    case sh::EigendecompositionMethod::qr:
-      return "qr";
-  }
-  return "unknown";
-}
-
-std::string_view orthogonalization_key(sh::OrthogonalizationMethod m) {
-  switch (m) {
-    case sh::OrthogonalizationMethod::newton_schulz:
-      return "newton_schulz";
-    case sh::OrthogonalizationMethod::svd:
-      return "svd";
-  }
-  return "unknown";
-}
-
-std::string_view root_method_key(sh::RootMethod m) {
-  switch (m) {
-    case sh::RootMethod::eigen:
-      return "eigen";
-    case sh::RootMethod::coupled_newton:
-      return "coupled_newton";
-  }
-  return "unknown";
-}
-
-std::string_view averaging_key(sh::AveragingType t) {
-  switch (t) {
-    case sh::AveragingType::none:
-      return "none";
-    case sh::AveragingType::generalized_primal:
-      return "generalized_primal";
-    case sh::AveragingType::schedule_free:
-      return "schedule_free";
-  }
-  return "unknown";
+// The same with the names a tessel function gives (weight_decay_name, grafting_name).
+template <class E, std::size_t N, class Name>
+E parse_choice(std::string_view text, char const* option, std::array<E, N> const& values,
+               Name name) {
+  std::array<std::string_view, N> names;
+  for (std::size_t i = 0; i < N; ++i) names[i] = name(values[i]);
+  return parse_choice(text, option, values, names);
 }
 
 // A Python value as V, or a TypeError naming the option and the value.
@@ -228,7 +177,7 @@ sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
       std::array{sh::PreconditionerType::shampoo, sh::PreconditionerType::eigendecomposed,
                  sh::PreconditionerType::eigenvalue_corrected,
                  sh::PreconditionerType::spectral_descent, sh::PreconditionerType::sign_descent},
-      preconditioner_key);
+      {"shampoo", "eigendecomposed", "eigenvalue_corrected", "spectral_descent", "sign_descent"});
   o.factor_matrix_dtype = tessel::parse_dtype(get("factor_matrix_dtype", text));
   o.use_symmetric_packing = get("use_symmetric_packing", flag);
   o.inverse_exponent_override = exponent_override(d["inverse_exponent_override"]);
@@ -240,13 +189,13 @@ sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
   o.root.eigendecomposition.method =
       parse_choice(get("eigendecomposition", text), "eigendecomposition",
                    std::array{sh::EigendecompositionMethod::eigh, sh::EigendecompositionMethod::qr},
-                   eigendecomposition_key);
+                   {"eigh", "qr"});
   o.root.eigendecomposition.tolerance = get("eigendecomposition_tolerance", real);
   o.root.eigendecomposition.max_iterations = get("qr_max_iterations", integer);
   o.orthogonalization = parse_choice(
       get("orthogonalization", text), "orthogonalization",
       std::array{sh::OrthogonalizationMethod::newton_schulz, sh::OrthogonalizationMethod::svd},
-      orthogonalization_key);
+      {"newton_schulz", "svd"});
   o.svd.scale_by_nuclear_norm = get("svd_scale_by_nuclear_norm", flag);
   o.newton_schulz.num_iterations = get("newton_schulz_num_iterations", integer);
   auto const [a, b, c] =
@@ -261,7 +210,7 @@ sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
   scale = scale_by_dims(d["scale_by_dims"]);
   o.root.method = parse_choice(get("root_method", text), "root_method",
                                std::array{sh::RootMethod::eigen, sh::RootMethod::coupled_newton},
-                               root_method_key);
+                               {"eigen", "coupled_newton"});
   o.root.coupled_newton.max_iterations = get("coupled_newton_max_iterations", integer);
   o.root.coupled_newton.tolerance = get("coupled_newton_tolerance", real);
   o.root.eigen.retry_double_precision = get("retry_double_precision", flag);
@@ -273,7 +222,7 @@ sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
       parse_choice(get("iterate_averaging", text), "iterate_averaging",
                    std::array{sh::AveragingType::none, sh::AveragingType::generalized_primal,
                               sh::AveragingType::schedule_free},
-                   averaging_key);
+                   {"none", "generalized_primal", "schedule_free"});
   o.averaging.eval_interp_coeff = get("eval_interp_coeff", real);
   o.averaging.train_interp_coeff = get("train_interp_coeff", real);
   o.averaging.eval_coeff_lr_power = get("eval_coeff_lr_power", real);
