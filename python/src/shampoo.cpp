@@ -172,6 +172,8 @@ sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
   if (auto beta2 = get("grafting_beta2", std::type_identity<std::optional<double>>{}))
     o.grafting.beta2 = *beta2;
   o.grafting.epsilon = get("grafting_epsilon", real);
+  o.grafting.drop_weighting_factor_on_gsquare =
+      get("grafting_drop_weighting_factor_on_gsquare", flag);
   o.preconditioner = parse_choice(
       get("preconditioner", text), "preconditioner",
       std::array{sh::PreconditionerType::shampoo, sh::PreconditionerType::eigendecomposed,
@@ -185,6 +187,8 @@ sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
   o.use_trace_scaling = get("use_trace_scaling", flag);
   o.trace_scaling_exponent = get("trace_scaling_exponent", real);
   o.drop_weighting_factor_on_gsquare = get("drop_weighting_factor_on_gsquare", flag);
+  o.num_tolerated_failed_amortized_computations =
+      get("num_tolerated_failed_amortized_computations", integer);
   o.kl_shampoo = get("kl_shampoo", flag);
   o.root.eigendecomposition.method =
       parse_choice(get("eigendecomposition", text), "eigendecomposition",

@@ -137,18 +137,19 @@ class Shampoo(torch.optim.Optimizer):
     The names and defaults are Meta's ``DistributedShampoo`` constructor's, with its config
     objects flattened into keywords: ``momentum``, ``dampening``, ``use_nesterov``
     (``ClassicMomentumConfig``); ``grafting`` "none", "sgd", "adagrad", "rmsprop" or "adam" with
-    ``grafting_beta2`` (None: 0.99 for RMSprop, 0.999 for Adam) and ``grafting_epsilon``
-    (``grafting_config``); ``preconditioner`` "shampoo" (``DefaultShampooConfig``),
-    "eigendecomposed", "eigenvalue_corrected", "spectral_descent" or "sign_descent";
-    ``target_parameter_dimensionality`` (``distributed_config``'s); ``factor_matrix_dtype``.
-    ``weight_decay_type`` is "decoupled", "l2", "corrected" or "independent". The preconditioner
-    configs' settings: ``inverse_exponent_override`` ({order: exponent or {dim: exponent}}),
-    ``use_trace_scaling``, ``trace_scaling_exponent``, ``drop_weighting_factor_on_gsquare``,
-    ``kl_shampoo`` (the KL configs), ``ignored_basis_change_dims`` ({order: [dims]},
-    eigenvalue-corrected), ``eigendecomposition`` "eigh" or "qr" with
-    ``eigendecomposition_tolerance`` and ``qr_max_iterations`` (``DefaultSOAPConfig``: "qr"),
-    ``orthogonalization`` "newton_schulz" or "svd" with ``svd_scale_by_nuclear_norm`` (spectral
-    descent), ``newton_schulz_num_iterations`` and ``newton_schulz_coefficients``
+    ``grafting_beta2`` (None: 0.99 for RMSprop, 0.999 for Adam), ``grafting_epsilon`` and
+    ``grafting_drop_weighting_factor_on_gsquare`` (``grafting_config``); ``preconditioner``
+    "shampoo" (``DefaultShampooConfig``), "eigendecomposed", "eigenvalue_corrected",
+    "spectral_descent" or "sign_descent"; ``target_parameter_dimensionality``
+    (``distributed_config``'s); ``factor_matrix_dtype``. ``weight_decay_type`` is "decoupled",
+    "l2", "corrected" or "independent". The preconditioner configs' settings:
+    ``inverse_exponent_override`` ({order: exponent or {dim: exponent}}), ``use_trace_scaling``,
+    ``trace_scaling_exponent``, ``drop_weighting_factor_on_gsquare``,
+    ``num_tolerated_failed_amortized_computations``, ``kl_shampoo`` (the KL configs),
+    ``ignored_basis_change_dims`` ({order: [dims]}, eigenvalue-corrected), ``eigendecomposition``
+    "eigh" or "qr" with ``eigendecomposition_tolerance`` and ``qr_max_iterations``
+    (``DefaultSOAPConfig``: "qr"), ``orthogonalization`` "newton_schulz" or "svd" with
+    ``svd_scale_by_nuclear_norm`` (spectral descent), ``newton_schulz_num_iterations`` and ``newton_schulz_coefficients``
     (``NewtonSchulzOrthogonalizationConfig``), ``scale_by_dims_fn`` (either's; None: no scaling).
     The root settings: ``root_method`` "eigen" (``EigenConfig``: ``retry_double_precision``,
     ``perturb_before_computation``; ``pseudo_inverse`` with ``rank_atol`` and ``rank_rtol``,
@@ -184,7 +185,9 @@ class Shampoo(torch.optim.Optimizer):
                  coupled_newton_tolerance=1e-6, retry_double_precision=True,
                  perturb_before_computation=True, pseudo_inverse=False, rank_atol=0.0,
                  rank_rtol=0.0, iterate_averaging="none", eval_interp_coeff=0.9,
-                 train_interp_coeff=0.8, eval_coeff_lr_power=2):
+                 train_interp_coeff=0.8, eval_coeff_lr_power=2,
+                 grafting_drop_weighting_factor_on_gsquare=False,
+                 num_tolerated_failed_amortized_computations=3):
         defaults = dict(
             lr=lr, betas=betas, beta3=beta3, epsilon=epsilon, momentum=momentum,
             dampening=dampening, use_nesterov=use_nesterov, weight_decay=weight_decay,
@@ -213,7 +216,10 @@ class Shampoo(torch.optim.Optimizer):
             perturb_before_computation=perturb_before_computation, pseudo_inverse=pseudo_inverse,
             rank_atol=rank_atol, rank_rtol=rank_rtol, iterate_averaging=iterate_averaging,
             eval_interp_coeff=eval_interp_coeff, train_interp_coeff=train_interp_coeff,
-            eval_coeff_lr_power=eval_coeff_lr_power)
+            eval_coeff_lr_power=eval_coeff_lr_power,
+            grafting_drop_weighting_factor_on_gsquare=grafting_drop_weighting_factor_on_gsquare,
+            num_tolerated_failed_amortized_computations=(
+                num_tolerated_failed_amortized_computations))
         self._tessel = None
         super().__init__(params, defaults)
         self._params = [p for group in self.param_groups for p in group["params"]]

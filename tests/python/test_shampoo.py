@@ -508,12 +508,13 @@ CONFIG_SETTINGS = [
 ]
 
 
-# The root settings (amortized_computation_config), checked against the CLI only: several change
-# nothing measurable on these steps (a retry happens only when a decomposition fails).
+# The root settings (amortized_computation_config) and the rest, checked against the CLI only:
+# several change nothing measurable on these steps (a retry or a tolerated failure happens only
+# when a computation fails).
 # epsilon 1e-4 for coupled Newton and for perturbation after the decomposition: the 1-D block's
 # rank-deficient factor would otherwise divide the two builds' rounding in its null space by about
 # 1e-12.
-ROOT_SETTINGS = [
+CLI_SETTINGS = [
     (dict(root_method="coupled_newton", coupled_newton_max_iterations=40,
           coupled_newton_tolerance=1e-9, epsilon=1e-4),
      ["--root-method", "coupled-newton", "--coupled-newton-max-iterations", "40",
@@ -523,6 +524,10 @@ ROOT_SETTINGS = [
       "--epsilon", "1e-4"]),
     (dict(pseudo_inverse=True, epsilon=0.0, rank_atol=1e-8, rank_rtol=1e-6),
      ["--pseudo-inverse", "--epsilon", "0", "--rank-atol", "1e-8", "--rank-rtol", "1e-6"]),
+    (dict(grafting_drop_weighting_factor_on_gsquare=True,
+          num_tolerated_failed_amortized_computations=1),
+     ["--grafting-drop-weighting-factor-on-gsquare",
+      "--num-tolerated-failed-amortized-computations", "1"]),
 ]
 
 # Options that tessel.torch.Shampoo takes as keywords and `tessel shampoo run` as flags.
@@ -555,7 +560,7 @@ def assert_steps_match_the_cli(tmp_path, params, grads, options, flags):
 
 
 @needs_cli
-@pytest.mark.parametrize("settings,flags", CONFIG_SETTINGS + ROOT_SETTINGS)
+@pytest.mark.parametrize("settings,flags", CONFIG_SETTINGS + CLI_SETTINGS)
 def test_steps_match_the_tessel_shampoo_run_cli(tmp_path, settings, flags):
     params, grads = model_and_grads(torch.float64, steps=3)
     assert_steps_match_the_cli(tmp_path, params, grads,
@@ -774,6 +779,12 @@ def test_eval_and_train_without_averaging_change_nothing():
      r"eval_coeff_lr_power 3 has no effect with iterate averaging generalized primal averaging"),
     (dict(train_interp_coeff=0.5),
      r"train_interp_coeff 0\.5 has no effect without iterate averaging\."),
+    (dict(grafting_drop_weighting_factor_on_gsquare=True),
+     r"grafting drop_weighting_factor_on_gsquare has no effect with none grafting \(rmsprop and "
+     r"adam use it\)\."),
+    (dict(preconditioner="sign_descent", num_tolerated_failed_amortized_computations=5),
+     r"num_tolerated_failed_amortized_computations 5 has no effect with sign descent, which keeps "
+     r"no factors\."),
 ], ids=lambda v: None if isinstance(v, str) else "-".join(v))
 def test_root_orthogonalization_and_averaging_settings_switched_off_warn(options, message):
     with pytest.warns(UserWarning, match=message):
@@ -796,6 +807,8 @@ def test_root_orthogonalization_and_averaging_settings_switched_off_warn(options
     (dict(iterate_averaging="generalized_primal", train_interp_coeff=0.0), ValueError,
      r"train_interp_coeff must be in \(0, 1\], got 0\."),
     (dict(rank_rtol=-1.0), ValueError, r"rank_rtol must be >= 0, got -1\."),
+    (dict(num_tolerated_failed_amortized_computations=-1), ValueError,
+     r"num_tolerated_failed_amortized_computations must be >= 0, got -1\."),
     (dict(newton_schulz_coefficients=(1.0, 2.0)), TypeError,
      r"the option newton_schulz_coefficients cannot be \(1\.0, 2\.0\)\."),
     (dict(rank_rtol=None), TypeError, r"the option rank_rtol cannot be None\."),
