@@ -36,6 +36,13 @@ def cases():
         return m.RootInvShampooPreconditionerConfig(
             factor_matrix_dtype=torch.float64, inv_factor_matrix_dtype=torch.float64, **kw)
 
+    def corrected(m, **kw):
+        # Eigenvalue-corrected Shampoo with factors, eigenvectors and corrected eigenvalues in
+        # float64 on both sides.
+        return m.EigenvalueCorrectedShampooPreconditionerConfig(
+            factor_matrix_dtype=torch.float64, factor_matrix_eigenvectors_dtype=torch.float64,
+            corrected_eigenvalues_dtype=torch.float64, **kw)
+
     def meta_defaults(m, **kw):
         args = dict(lr=0.01, betas=(0.9, 1.0), epsilon=1e-12, max_preconditioner_dim=1024,
                     precondition_frequency=1, use_bias_correction=False,
@@ -105,10 +112,7 @@ def cases():
           "1e-8", "--beta2", "0.95"],
          lambda m: meta_defaults(
              m, epsilon=1e-8, betas=(0.9, 0.95),
-             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
-                 factor_matrix_dtype=torch.float64,
-                 factor_matrix_eigenvectors_dtype=torch.float64,
-                 corrected_eigenvalues_dtype=torch.float64)), 1.0),
+             preconditioner_config=corrected(m)), 1.0),
         ("eigenvalue_corrected_every_2", [(5, 3, 2)], 5,
          ["--preconditioner", "eigenvalue-corrected", "--factor-dtype", "f64",
           "--precondition-frequency", "2", "--beta2", "0.99", "--momentum", "0.5",
@@ -116,10 +120,7 @@ def cases():
          lambda m: meta_defaults(
              m, betas=(0.9, 0.99), precondition_frequency=2, max_preconditioner_dim=4, epsilon=1e-4,
              weight_decay=0.01, iterate_averaging_config=m.ClassicMomentumConfig(momentum=0.5),
-             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
-                 factor_matrix_dtype=torch.float64,
-                 factor_matrix_eigenvectors_dtype=torch.float64,
-                 corrected_eigenvalues_dtype=torch.float64)), 1.0),
+             preconditioner_config=corrected(m)), 1.0),
         # ignored_basis_change_dims: the rows of 2-D blocks and 1-D blocks stay in their own basis
         # (the latter is Adam's per-element scaling); then the outer modes of 3-D blocks.
         ("eigenvalue_corrected_ignored_dims", [(6, 5), (4,)], 4,
@@ -129,35 +130,26 @@ def cases():
          lambda m: meta_defaults(
              m, epsilon=1e-8, betas=(0.9, 0.95),
              distributed_config=m.SingleDeviceDistributedConfig(target_parameter_dimensionality=2),
-             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
-                 factor_matrix_dtype=torch.float64,
-                 factor_matrix_eigenvectors_dtype=torch.float64,
-                 corrected_eigenvalues_dtype=torch.float64,
-                 ignored_basis_change_dims={2: [0], 1: [0]})), 1.0),
-        # The corrected eigenvalues to the power 1/4 for 2-D blocks, 1 for 1-D ones.
+             preconditioner_config=corrected(
+                 m, ignored_basis_change_dims={2: [0], 1: [0]})), 1.0),
+        # The corrected eigenvalues to the power 1/4 for 2-D blocks, 0.4 for 1-D ones.
         ("eigenvalue_corrected_exponent", [(6, 5), (4,)], 4,
          ["--preconditioner", "eigenvalue-corrected", "--factor-dtype", "f64", "--epsilon",
           "1e-8", "--beta2", "0.95", "--target-dims", "2", "--inverse-exponent-override", "2=0.25",
-          "--inverse-exponent-override", "1=1"],
+          "--inverse-exponent-override", "1=0.4"],
          lambda m: meta_defaults(
              m, epsilon=1e-8, betas=(0.9, 0.95),
              distributed_config=m.SingleDeviceDistributedConfig(target_parameter_dimensionality=2),
-             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
-                 factor_matrix_dtype=torch.float64,
-                 factor_matrix_eigenvectors_dtype=torch.float64,
-                 corrected_eigenvalues_dtype=torch.float64,
-                 inverse_exponent_override={2: 0.25, 1: 1.0})), 1.0),
+             preconditioner_config=corrected(
+                 m, inverse_exponent_override={2: 0.25, 1: 0.4})), 1.0),
         ("eigenvalue_corrected_ignored_3d", [(5, 3, 2)], 4,
          ["--preconditioner", "eigenvalue-corrected", "--factor-dtype", "f64", "--epsilon",
           "1e-8", "--beta2", "0.95", "--target-dims", "3", "--ignored-basis-change-dims", "3=2,0"],
          lambda m: meta_defaults(
              m, epsilon=1e-8, betas=(0.9, 0.95),
              distributed_config=m.SingleDeviceDistributedConfig(target_parameter_dimensionality=3),
-             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
-                 factor_matrix_dtype=torch.float64,
-                 factor_matrix_eigenvectors_dtype=torch.float64,
-                 corrected_eigenvalues_dtype=torch.float64,
-                 ignored_basis_change_dims={3: [2, 0]})), 1.0),
+             preconditioner_config=corrected(
+                 m, ignored_basis_change_dims={3: [2, 0]})), 1.0),
         # DefaultSOAPConfig: the QR iteration (warm-started from the eigenvectors in the state),
         # then three iterations stopping at a tolerance, and eigh's tolerance, with both
         # eigenvalue-corrected and eigendecomposed Shampoo. Amortized every 16 steps, so the
@@ -170,11 +162,8 @@ def cases():
           "--precondition-frequency", "16"],
          lambda m: meta_defaults(
              m, epsilon=1e-8, betas=(0.9, 0.95), precondition_frequency=16,
-             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
-                 amortized_computation_config=m.QREigendecompositionConfig(),
-                 factor_matrix_dtype=torch.float64,
-                 factor_matrix_eigenvectors_dtype=torch.float64,
-                 corrected_eigenvalues_dtype=torch.float64)), 1.0),
+             preconditioner_config=corrected(
+                 m, amortized_computation_config=m.QREigendecompositionConfig())), 1.0),
         ("soap_qr_3_iterations_tolerance", [(5,), (4, 3)], 40,
          ["--preconditioner", "eigenvalue-corrected", "--eigendecomposition", "qr",
           "--qr-max-iterations", "3", "--eigendecomposition-tolerance", "0.05",
@@ -182,23 +171,17 @@ def cases():
           "--precondition-frequency", "16"],
          lambda m: meta_defaults(
              m, epsilon=1e-8, betas=(0.9, 0.95), precondition_frequency=16,
-             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
-                 amortized_computation_config=m.QREigendecompositionConfig(
-                     max_iterations=3, tolerance=0.05),
-                 factor_matrix_dtype=torch.float64,
-                 factor_matrix_eigenvectors_dtype=torch.float64,
-                 corrected_eigenvalues_dtype=torch.float64)), 1.0),
+             preconditioner_config=corrected(
+                 m, amortized_computation_config=m.QREigendecompositionConfig(
+                     max_iterations=3, tolerance=0.05))), 1.0),
         ("soap_eigh_tolerance", [(5,), (4, 3)], 40,
          ["--preconditioner", "eigenvalue-corrected", "--eigendecomposition-tolerance", "0.3",
           "--factor-dtype", "f64", "--epsilon", "1e-8", "--beta2", "0.95",
           "--precondition-frequency", "16"],
          lambda m: meta_defaults(
              m, epsilon=1e-8, betas=(0.9, 0.95), precondition_frequency=16,
-             preconditioner_config=m.EigenvalueCorrectedShampooPreconditionerConfig(
-                 amortized_computation_config=m.EighEigendecompositionConfig(tolerance=0.3),
-                 factor_matrix_dtype=torch.float64,
-                 factor_matrix_eigenvectors_dtype=torch.float64,
-                 corrected_eigenvalues_dtype=torch.float64)), 1.0),
+             preconditioner_config=corrected(
+                 m, amortized_computation_config=m.EighEigendecompositionConfig(tolerance=0.3))), 1.0),
         ("eigendecomposed_qr", [(5,), (4, 3)], 40,
          ["--preconditioner", "eigendecomposed", "--eigendecomposition", "qr",
           "--qr-max-iterations", "2", "--factor-dtype", "f64", "--beta2", "0.95",
