@@ -505,6 +505,11 @@ CONFIG_SETTINGS = [
       "--qr-max-iterations", "2", "--eigendecomposition-tolerance", "0.01", "--epsilon", "1e-4"]),
     (dict(kl_shampoo=True, drop_weighting_factor_on_gsquare=True, betas=(0.9, 0.95)),
      ["--kl-shampoo", "--drop-weighting-factor-on-gsquare", "--beta2", "0.95"]),
+    # Eigenvalue correction's exponent per order (the corrected eigenvalues' power).
+    (dict(preconditioner="eigenvalue_corrected", inverse_exponent_override={2: 0.25, 1: 0.4},
+          epsilon=1e-4),
+     ["--preconditioner", "eigenvalue-corrected", "--inverse-exponent-override", "2=0.25",
+      "--inverse-exponent-override", "1=0.4", "--epsilon", "1e-4"]),
 ]
 
 
@@ -515,6 +520,9 @@ CONFIG_SETTINGS = [
 # rank-deficient factor would otherwise divide the two builds' rounding in its null space by about
 # 1e-12.
 CLI_SETTINGS = [
+    # Symmetric packing changes the roots by rounding only (made symmetric from their upper
+    # triangles), so it is not among the settings that must change the step.
+    (dict(use_symmetric_packing=True), ["--use-symmetric-packing"]),
     (dict(root_method="coupled_newton", coupled_newton_max_iterations=40,
           coupled_newton_tolerance=1e-9, epsilon=1e-4),
      ["--root-method", "coupled-newton", "--coupled-newton-max-iterations", "40",
@@ -826,3 +834,27 @@ def test_scale_by_dims_fn_errors_are_raised_when_the_optimizer_is_built():
         tessel.torch.Shampoo([torch.nn.Parameter(torch.zeros(4, 3))],
                              preconditioner="spectral_descent",
                              target_parameter_dimensionality=2, scale_by_dims_fn=broken)
+
+
+def test_symmetric_packing_saves_factors_and_inverse_roots_as_upper_triangles():
+    # As Distributed Shampoo saves them with use_symmetric_packing (its default): (d (d + 1) / 2,)
+    # tensors under the same keys; a packed state loads into an unpacked optimizer and back.
+    params, grads = model_and_grads(torch.float64, steps=2)
+    optimizer = tessel.torch.Shampoo(params, lr=0.05, max_preconditioner_dim=4,
+                                     use_symmetric_packing=True)
+    take_steps(optimizer, params, grads)
+    state = optimizer.state_dict()
+    shampoo = state["state"][0]["block_0"]["shampoo"]
+    for key in ("factor_matrices", "inv_factor_matrices"):
+        for j, d in (("0", 4), ("1", 3)):
+            assert tuple(shampoo[key][j].shape) == (d * (d + 1) // 2,), (key, j)
+    full = tessel.torch.Shampoo([torch.nn.Parameter(p.detach().clone()) for p in params],
+                                lr=0.05, max_preconditioner_dim=4)
+    # The tensors of a packed state (Distributed Shampoo's default) into an unpacked optimizer.
+    state["param_groups"][0]["use_symmetric_packing"] = False
+    full.load_state_dict(state)
+    root = full.state_dict()["state"][0]["block_0"]["shampoo"]["inv_factor_matrices"]["0"]
+    assert tuple(root.shape) == (4, 4)
+    assert torch.equal(root, root.T)  # unpacked from the upper triangle
+    rows, cols = torch.triu_indices(4, 4)
+    assert torch.equal(root[rows, cols], shampoo["inv_factor_matrices"]["0"])
