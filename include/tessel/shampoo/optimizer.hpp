@@ -354,27 +354,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   }
 
   // eval() and train(): y and x = y + (1 - 1 / mu_y) (z - y) into each other, segment by segment.
-  void switch_mode(std::vector<T*> const& params, bool to_train) {
-    if (params.size() != plan_.num_params())
-      tessel::detail::throw_error(
-          tessel::detail::sentence(to_train ? "train" : "eval", " got ", params.size(),
-                                   " parameters but the plan has ", plan_.num_params(), "."));
-    if (!averaging() || training_ == to_train) return;
-    if (z_ready_) {  // before the first step z = y, and x = y
-      double const mu_y = options_.averaging.train_interp_coeff;
-      T const c = static_cast<T>(to_train ? 1.0 - mu_y : 1.0 - 1.0 / mu_y);
-      for (auto& g : groups_)
-        for (auto const& plan_segment : g.segments) {
-          auto const seg = runtime_segment(plan_segment, g.shape);
-          auto const param =
-              B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout());
-          auto const z = B::view(g.z.data() + seg.first_slot * g.numel, seg.state_layout());
-          assign(param, param + c * (z - param), executor_);
-        }
-      B::wait(executor_);
-    }
-    training_ = to_train;
-  }
+  void switch_mode(std::vector<T*> const& params, bool to_train);
 
   // The first block (in plan order) whose step failed, and the error.
   struct BlockFailure {
@@ -460,121 +440,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // overflow). Gathers every block's gradient into its group (the step then starts from there).
   // The executor is waited for once.
   std::optional<BlockFailure> check_gradients_and_bounds(std::vector<T*> const& params,
-                                                         std::vector<T const*> const& grads) {
-    StepScalars<T> const s = step_scalars<T>(options_, step_ + 1, peak_lr_);
-    for (std::size_t p = 0; p < plan_.num_params(); ++p) {
-      index_t const n = param_numel(p);
-      auto const g = B::view(grads[p], make_layout(make_shape(n)));
-      // sum(g * 0) is NaN exactly when g holds a NaN or an Inf.
-      assign(flat(grad_flags_.data() + p, 1), sum(g * T(0), keep), executor_);
-    }
-    gather_segments(params, grads, s);
-    for (auto& g : groups_) kl_gradients(g);
-    // Row norms of what every mode's factor accumulates (scratch per mode, for the tight bounds
-    // below), max_i r_i per slot.
-    for (auto& g : groups_) {
-      if (g.numel == 0) continue;
-      double* norms = g.row_norms.data();
-      for (std::size_t j = 0; j < g.modes.size(); ++j) {
-        auto const& m = g.modes[j];
-        stages::row_norm_inputs(executor_, factor_input(g, j), g.count, g.shape, m.dim, norms,
-                                g.per_slot.data() + (2 * j + 1) * g.count);
-        norms += g.count * m.d;
-      }
-    }
-    std::vector<T> flags(plan_.num_params());
-    B::to_host(executor_, grad_flags_.data(), static_cast<index_t>(flags.size()), flags.data());
-    auto read_per_slot = [&](std::vector<std::vector<double>>& inputs) {
-      for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-        auto const& g = groups_[gi];
-        inputs[gi].resize(2 * g.modes.size() * static_cast<std::size_t>(g.count));
-        B::to_host(executor_, g.per_slot.data(), static_cast<index_t>(inputs[gi].size()),
-                   inputs[gi].data());
-      }
-      B::wait(executor_);
-    };
-    std::vector<std::vector<double>> inputs(groups_.size());
-    read_per_slot(inputs);
-    for (std::size_t p = 0; p < flags.size(); ++p)
-      if (!(flags[p] == T(0))) throw_non_finite_gradient(p, grads[p]);
-    // The cheap bound per slot; the tight one for every mode where some slot's cheap one fails.
-    double const beta2 = static_cast<double>(s.beta2), weight = static_cast<double>(s.weight);
-    auto const at = [](std::size_t j, index_t count, index_t slot) {
-      return 2 * j * static_cast<std::size_t>(count) + static_cast<std::size_t>(slot);
-    };
-    bool tight = false;
-    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-      auto& g = groups_[gi];
-      if (g.numel == 0) continue;
-      double* norms = g.row_norms.data();
-      for (std::size_t j = 0; j < g.modes.size(); ++j) {
-        auto& m = g.modes[j];
-        m.pending.assign(static_cast<std::size_t>(g.count), 0.0);
-        bool all_fit = true;
-        for (index_t slot = 0; slot < g.count; ++slot) {
-          double const largest_r =
-              inputs[gi][at(j, g.count, slot) + static_cast<std::size_t>(g.count)];
-          double const cheap = beta2 * m.bound[static_cast<std::size_t>(slot)] + weight * largest_r;
-          inputs[gi][at(j, g.count, slot)] = cheap;
-          all_fit =
-              all_fit && bound_fits<T>(cheap, g.numel / std::max<index_t>(m.d, 1), m.dtype, s);
-        }
-        if (!all_fit) {
-          tight = true;
-          visit_factor_dtype(m.dtype, [&](auto u) {
-            using U = decltype(u);
-            U const* stored = reinterpret_cast<U const*>(m.factors.data());
-            auto full = B::template scratch<U>(executor_, m.packed ? g.count * m.d * m.d : 0);
-            if (m.packed) {
-              unpack_symmetric(executor_, stored, full.data(), g.count, m.d);
-              stored = full.data();
-            }
-            stages::entry_bounds(executor_, stored, g.count, m.d, beta2, weight, norms,
-                                 g.per_slot.data() + 2 * j * g.count);
-          });
-        }
-        norms += g.count * m.d;
-      }
-    }
-    if (tight) {
-      // Only the modes that ran entry_bounds take the tight bounds read back.
-      std::vector<std::vector<double>> fresh(groups_.size());
-      read_per_slot(fresh);
-      for (std::size_t gi = 0; gi < groups_.size(); ++gi)
-        for (std::size_t j = 0; j < groups_[gi].modes.size(); ++j) {
-          auto const& g = groups_[gi];
-          bool all_fit = true;
-          for (index_t slot = 0; slot < g.count; ++slot)
-            all_fit = all_fit && bound_fits<T>(inputs[gi][at(j, g.count, slot)],
-                                               g.numel / std::max<index_t>(g.modes[j].d, 1),
-                                               g.modes[j].dtype, s);
-          if (!all_fit)
-            for (index_t slot = 0; slot < g.count; ++slot)
-              inputs[gi][at(j, g.count, slot)] = fresh[gi][at(j, g.count, slot)];
-        }
-    }
-    std::optional<BlockFailure> first;
-    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-      auto& g = groups_[gi];
-      if (g.numel == 0) continue;
-      for (index_t slot = 0; slot < g.count; ++slot) {
-        auto const b = static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(slot)]);
-        for (std::size_t j = 0; j < g.modes.size(); ++j) {
-          auto& m = g.modes[j];
-          double const bound = inputs[gi][at(j, g.count, slot)];
-          m.pending[static_cast<std::size_t>(slot)] =
-              bound * bound_rounding<T>(g.numel / std::max<index_t>(m.d, 1), m.dtype);
-          if (first && first->block <= b) continue;
-          std::string e = factor_bound_error<T>(
-              j, m.dim, key_of(plan_.blocks[b].param), plan_.blocks[b].index, step_ + 1, bound,
-              inputs[gi][at(j, g.count, slot) + static_cast<std::size_t>(g.count)],
-              g.numel / std::max<index_t>(m.d, 1), m.dtype, s);
-          if (!e.empty()) first = BlockFailure{b, std::move(e)};
-        }
-      }
-    }
-    return first;
-  }
+                                                         std::vector<T const*> const& grads);
 
   [[noreturn]] void throw_non_finite_gradient(std::size_t p, T const* grad) const {
     std::vector<T> host(static_cast<std::size_t>(param_numel(p)));
@@ -607,36 +473,11 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   }
 
   // The second half of a step() whose accumulate_step succeeded: the parameters move.
-  void finish_step(std::vector<T*> const& params) {
-    update<false>(params, step_scalars<T>(options_, step_, peak_lr_), nullptr, false);
-  }
+  void finish_step(std::vector<T*> const& params);
 
   // The first half of prepare_updates: counts the step, takes the pre-check's bounds and
   // accumulates every block; returns the first failure in plan order. Nothing is updated.
-  std::optional<BlockFailure> accumulate_step() {
-    ++step_;
-    if (averaging()) {
-      IterateAveragingConfig const& av = options_.averaging;
-      mu_y_ = static_cast<T>(av.train_interp_coeff);
-      if (av.type == AveragingType::schedule_free) {
-        double const power = std::pow(options_.lr, av.eval_coeff_lr_power);
-        lr_sum_ += power;
-        mu_x_ = static_cast<T>(lr_sum_ > 0.0 ? 1.0 - power / lr_sum_ : 0.0);
-      } else {
-        mu_x_ = static_cast<T>(av.eval_interp_coeff);
-      }
-    }
-    StepScalars<T> const s = step_scalars<T>(options_, step_, peak_lr_);
-    for (auto& g : groups_)
-      for (auto& m : g.modes) std::swap(m.bound, m.pending);  // the accepted pre-check's bounds
-    for (auto& g : groups_) accumulate(g, s);
-    for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
-      auto const& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
-      auto const& e = g.errors[static_cast<std::size_t>(plan_.blocks[b].slot)];
-      if (!e.empty()) return BlockFailure{b, e};
-    }
-    return std::nullopt;
-  }
+  std::optional<BlockFailure> accumulate_step();
 
   void commit_momentum() {
     for (auto& g : groups_)
@@ -1484,6 +1325,187 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     exec::Executor<X> void ShampooBase<T, X>::load_state_dict(StateDict const& state) {
   index_t const step = check_state_dict(state);
   assign_state_dict(state, step);
+}
+
+// The halves of a step and eval()/train(), out of the class so that they are not inline: a
+// translation unit that declares the instantiation extern (TESSEL_SHAMPOO_PREBUILT) compiles none
+// of them, GroupedShampoo's step included (it calls them group by group).
+
+template <class T, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void ShampooBase<T, X>::switch_mode(std::vector<T*> const& params,
+                                                          bool to_train) {
+  if (params.size() != plan_.num_params())
+    tessel::detail::throw_error(
+        tessel::detail::sentence(to_train ? "train" : "eval", " got ", params.size(),
+                                 " parameters but the plan has ", plan_.num_params(), "."));
+  if (!averaging() || training_ == to_train) return;
+  if (z_ready_) {  // before the first step z = y, and x = y
+    double const mu_y = options_.averaging.train_interp_coeff;
+    T const c = static_cast<T>(to_train ? 1.0 - mu_y : 1.0 - 1.0 / mu_y);
+    for (auto& g : groups_)
+      for (auto const& plan_segment : g.segments) {
+        auto const seg = runtime_segment(plan_segment, g.shape);
+        auto const param =
+            B::view(params[static_cast<std::size_t>(seg.param)] + seg.offset, seg.param_layout());
+        auto const z = B::view(g.z.data() + seg.first_slot * g.numel, seg.state_layout());
+        assign(param, param + c * (z - param), executor_);
+      }
+    B::wait(executor_);
+  }
+  training_ = to_train;
+}
+
+template <class T, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> auto ShampooBase<T, X>::check_gradients_and_bounds(
+        std::vector<T*> const& params, std::vector<T const*> const& grads)
+        -> std::optional<BlockFailure> {
+  StepScalars<T> const s = step_scalars<T>(options_, step_ + 1, peak_lr_);
+  for (std::size_t p = 0; p < plan_.num_params(); ++p) {
+    index_t const n = param_numel(p);
+    auto const g = B::view(grads[p], make_layout(make_shape(n)));
+    // sum(g * 0) is NaN exactly when g holds a NaN or an Inf.
+    assign(flat(grad_flags_.data() + p, 1), sum(g * T(0), keep), executor_);
+  }
+  gather_segments(params, grads, s);
+  for (auto& g : groups_) kl_gradients(g);
+  // Row norms of what every mode's factor accumulates (scratch per mode, for the tight bounds
+  // below), max_i r_i per slot.
+  for (auto& g : groups_) {
+    if (g.numel == 0) continue;
+    double* norms = g.row_norms.data();
+    for (std::size_t j = 0; j < g.modes.size(); ++j) {
+      auto const& m = g.modes[j];
+      stages::row_norm_inputs(executor_, factor_input(g, j), g.count, g.shape, m.dim, norms,
+                              g.per_slot.data() + (2 * j + 1) * g.count);
+      norms += g.count * m.d;
+    }
+  }
+  std::vector<T> flags(plan_.num_params());
+  B::to_host(executor_, grad_flags_.data(), static_cast<index_t>(flags.size()), flags.data());
+  auto read_per_slot = [&](std::vector<std::vector<double>>& inputs) {
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+      auto const& g = groups_[gi];
+      inputs[gi].resize(2 * g.modes.size() * static_cast<std::size_t>(g.count));
+      B::to_host(executor_, g.per_slot.data(), static_cast<index_t>(inputs[gi].size()),
+                 inputs[gi].data());
+    }
+    B::wait(executor_);
+  };
+  std::vector<std::vector<double>> inputs(groups_.size());
+  read_per_slot(inputs);
+  for (std::size_t p = 0; p < flags.size(); ++p)
+    if (!(flags[p] == T(0))) throw_non_finite_gradient(p, grads[p]);
+  // The cheap bound per slot; the tight one for every mode where some slot's cheap one fails.
+  double const beta2 = static_cast<double>(s.beta2), weight = static_cast<double>(s.weight);
+  auto const at = [](std::size_t j, index_t count, index_t slot) {
+    return 2 * j * static_cast<std::size_t>(count) + static_cast<std::size_t>(slot);
+  };
+  bool tight = false;
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    auto& g = groups_[gi];
+    if (g.numel == 0) continue;
+    double* norms = g.row_norms.data();
+    for (std::size_t j = 0; j < g.modes.size(); ++j) {
+      auto& m = g.modes[j];
+      m.pending.assign(static_cast<std::size_t>(g.count), 0.0);
+      bool all_fit = true;
+      for (index_t slot = 0; slot < g.count; ++slot) {
+        double const largest_r =
+            inputs[gi][at(j, g.count, slot) + static_cast<std::size_t>(g.count)];
+        double const cheap = beta2 * m.bound[static_cast<std::size_t>(slot)] + weight * largest_r;
+        inputs[gi][at(j, g.count, slot)] = cheap;
+        all_fit = all_fit && bound_fits<T>(cheap, g.numel / std::max<index_t>(m.d, 1), m.dtype, s);
+      }
+      if (!all_fit) {
+        tight = true;
+        visit_factor_dtype(m.dtype, [&](auto u) {
+          using U = decltype(u);
+          U const* stored = reinterpret_cast<U const*>(m.factors.data());
+          auto full = B::template scratch<U>(executor_, m.packed ? g.count * m.d * m.d : 0);
+          if (m.packed) {
+            unpack_symmetric(executor_, stored, full.data(), g.count, m.d);
+            stored = full.data();
+          }
+          stages::entry_bounds(executor_, stored, g.count, m.d, beta2, weight, norms,
+                               g.per_slot.data() + 2 * j * g.count);
+        });
+      }
+      norms += g.count * m.d;
+    }
+  }
+  if (tight) {
+    // Only the modes that ran entry_bounds take the tight bounds read back.
+    std::vector<std::vector<double>> fresh(groups_.size());
+    read_per_slot(fresh);
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi)
+      for (std::size_t j = 0; j < groups_[gi].modes.size(); ++j) {
+        auto const& g = groups_[gi];
+        bool all_fit = true;
+        for (index_t slot = 0; slot < g.count; ++slot)
+          all_fit = all_fit && bound_fits<T>(inputs[gi][at(j, g.count, slot)],
+                                             g.numel / std::max<index_t>(g.modes[j].d, 1),
+                                             g.modes[j].dtype, s);
+        if (!all_fit)
+          for (index_t slot = 0; slot < g.count; ++slot)
+            inputs[gi][at(j, g.count, slot)] = fresh[gi][at(j, g.count, slot)];
+      }
+  }
+  std::optional<BlockFailure> first;
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    auto& g = groups_[gi];
+    if (g.numel == 0) continue;
+    for (index_t slot = 0; slot < g.count; ++slot) {
+      auto const b = static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(slot)]);
+      for (std::size_t j = 0; j < g.modes.size(); ++j) {
+        auto& m = g.modes[j];
+        double const bound = inputs[gi][at(j, g.count, slot)];
+        m.pending[static_cast<std::size_t>(slot)] =
+            bound * bound_rounding<T>(g.numel / std::max<index_t>(m.d, 1), m.dtype);
+        if (first && first->block <= b) continue;
+        std::string e = factor_bound_error<T>(
+            j, m.dim, key_of(plan_.blocks[b].param), plan_.blocks[b].index, step_ + 1, bound,
+            inputs[gi][at(j, g.count, slot) + static_cast<std::size_t>(g.count)],
+            g.numel / std::max<index_t>(m.d, 1), m.dtype, s);
+        if (!e.empty()) first = BlockFailure{b, std::move(e)};
+      }
+    }
+  }
+  return first;
+}
+
+template <class T, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void ShampooBase<T, X>::finish_step(std::vector<T*> const& params) {
+  update<false>(params, step_scalars<T>(options_, step_, peak_lr_), nullptr, false);
+}
+
+template <class T, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> auto ShampooBase<T, X>::accumulate_step() -> std::optional<BlockFailure> {
+  ++step_;
+  if (averaging()) {
+    IterateAveragingConfig const& av = options_.averaging;
+    mu_y_ = static_cast<T>(av.train_interp_coeff);
+    if (av.type == AveragingType::schedule_free) {
+      double const power = std::pow(options_.lr, av.eval_coeff_lr_power);
+      lr_sum_ += power;
+      mu_x_ = static_cast<T>(lr_sum_ > 0.0 ? 1.0 - power / lr_sum_ : 0.0);
+    } else {
+      mu_x_ = static_cast<T>(av.eval_interp_coeff);
+    }
+  }
+  StepScalars<T> const s = step_scalars<T>(options_, step_, peak_lr_);
+  for (auto& g : groups_)
+    for (auto& m : g.modes) std::swap(m.bound, m.pending);  // the accepted pre-check's bounds
+  for (auto& g : groups_) accumulate(g, s);
+  for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
+    auto const& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
+    auto const& e = g.errors[static_cast<std::size_t>(plan_.blocks[b].slot)];
+    if (!e.empty()) return BlockFailure{b, e};
+  }
+  return std::nullopt;
 }
 
 template <class T, class X>
