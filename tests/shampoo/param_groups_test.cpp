@@ -1,16 +1,21 @@
 // Parameter groups: a GroupedShampoo equals, bit for bit, one Shampoo per group over that group's
 // parameters; its sentences and state keys use the caller's parameter indices; a refusal in one
 // group changes no group; and its construction and state checks name the group or parameter.
+// Also parameters without a gradient (skipped, as Distributed Shampoo skips `grad is None`), for
+// Shampoo and GroupedShampoo.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
 
+#include <tessel/shampoo/optimizer.hpp>
 #include <tessel/shampoo/param_groups.hpp>
 
 #include "support/error_of.hpp"
@@ -221,6 +226,181 @@ TEST(ParamGroups, GroupsShareOneStepAndParamKeysMustNameEveryParameter) {
                         std::vector<std::vector<index_t>>{{3}, {2}});
   EXPECT_EQ(error_of([&] { Shampoo<float> s(plan, {}, {}, ParamKeys{{5}}); }),
             "ParamKeys names 1 parameters but the plan has 2.");
+}
+
+// ---- parameters without a gradient ----
+
+Options skipping_options() {
+  Options o;
+  o.lr = 0.01;
+  o.beta2 = 0.99;
+  o.beta1 = 0.9;
+  o.momentum = 0.5;
+  o.weight_decay = 0.01;
+  o.precondition_frequency = 2;  // step 2 computes roots: the skipped blocks keep theirs
+  o.start_preconditioning_step = 2;
+  o.grafting = adam_grafting();
+  return o;
+}
+
+Plan plan_of(std::vector<std::vector<index_t>> const& s) {
+  return make_plan(PlanOptions<index_t, index_t>{4, 1, 1}, s);
+}
+
+// The entries of parameter `key` (all but its step count).
+StateDict entries_of(StateDict const& state, std::string const& key) {
+  StateDict out;
+  for (auto const& [k, v] : state)
+    if (k.front() == key && k.back() != "step") out[k] = v;
+  return out;
+}
+
+TEST(SkippedParameters, KeepTheirStateAndValuesWhileTheStepCountAdvances) {
+  // Parameter 2 has no gradient at step 2. Shapes 0 and 2 block alike ((4, 4) blocks of the same
+  // group), so skipping has to work slot by slot inside a batch.
+  std::vector<std::vector<index_t>> const s{{6, 4}, {4}, {4, 6}, {5, 3}};
+  Shampoo<float> opt(plan_of(s), skipping_options());
+  std::vector<std::vector<float>> w;
+  for (std::size_t p = 0; p < s.size(); ++p) w.push_back(random_values(numel(s[p]), 11 + p));
+  auto grads = [&](unsigned t) {
+    std::vector<std::vector<float>> g;
+    for (std::size_t p = 0; p < s.size(); ++p)
+      g.push_back(random_values(numel(s[p]), 50 * t + p, 0.1f));
+    return g;
+  };
+  // The references: the other parameters alone (they never miss a step), and parameter 2 alone
+  // with its step count moved past the skipped step through its state dictionary.
+  std::vector<std::vector<index_t>> const others{s[0], s[1], s[3]};
+  Shampoo<float> rest(plan_of(others), skipping_options());
+  Shampoo<float> two(plan_of({s[2]}), skipping_options());
+  std::vector<std::vector<float>> w_rest{w[0], w[1], w[3]};
+  std::vector<float> w_two = w[2];
+  for (unsigned t = 1; t <= 3; ++t) {
+    auto const g = grads(t);
+    std::vector<std::span<float const>> gs(g.begin(), g.end());
+    if (t == 2) gs[2] = {};  // no gradient
+    auto const before = opt.state_dict();
+    auto const w2 = w[2];
+    opt.step(std::vector<std::span<float>>(w.begin(), w.end()), gs);
+    rest.step(std::vector<std::span<float>>(w_rest.begin(), w_rest.end()),
+              std::vector<std::span<float const>>{g[0], g[1], g[3]});
+    if (t == 2) {
+      EXPECT_EQ(w[2], w2);
+      EXPECT_TRUE(entries_of(opt.state_dict(), "2") == entries_of(before, "2"));
+      StateDict moved = two.state_dict();
+      std::int64_t const step = 2;
+      std::memcpy(moved.at({"0", "step"}).data.data(), &step, sizeof step);
+      two.load_state_dict(moved);
+    } else {
+      two.step(std::vector<std::span<float>>{w_two}, std::vector<std::span<float const>>{g[2]});
+    }
+  }
+  EXPECT_EQ(opt.step_count(), 3);
+  EXPECT_EQ(w[0], w_rest[0]);
+  EXPECT_EQ(w[1], w_rest[1]);
+  EXPECT_EQ(w[3], w_rest[2]);
+  EXPECT_EQ(w[2], w_two);
+}
+
+TEST(SkippedParameters, AStepWithoutAnyGradientOnlyCountsAndPointersSkipToo) {
+  std::vector<std::vector<index_t>> const s{{6, 4}, {4}};
+  Shampoo<float> opt(plan_of(s), skipping_options());
+  std::vector<std::vector<float>> w{random_values(24, 1), random_values(4, 2)};
+  auto const g0 = random_values(24, 3, 0.1f), g1 = random_values(4, 4, 0.1f);
+  opt.step({w[0].data(), w[1].data()}, {g0.data(), g1.data()});
+  auto const w1 = w;
+  auto const state1 = opt.state_dict();
+  opt.step({w[0].data(), w[1].data()}, {nullptr, nullptr});
+  EXPECT_EQ(w, w1);
+  EXPECT_EQ(opt.step_count(), 2);
+  EXPECT_TRUE(entries_of(opt.state_dict(), "0") == entries_of(state1, "0"));
+  EXPECT_TRUE(entries_of(opt.state_dict(), "1") == entries_of(state1, "1"));
+  opt.step({w[0].data(), w[1].data()}, {g0.data(), nullptr});
+  EXPECT_NE(w[0], w1[0]);
+  EXPECT_EQ(w[1], w1[1]);
+}
+
+TEST(SkippedParameters, AreRefusedWhereAStepCannotSkip) {
+  std::vector<std::vector<index_t>> const s{{6, 4}, {4}};
+  std::vector<std::vector<float>> w{random_values(24, 1), random_values(4, 2)};
+  auto const g0 = random_values(24, 3, 0.1f);
+  Shampoo<float> opt(plan_of(s), skipping_options());
+  std::vector<float> updates(static_cast<std::size_t>(opt.update_numel()));
+  EXPECT_EQ(error_of([&] {
+              opt.compute_updates(std::vector<std::span<float>>(w.begin(), w.end()),
+                                  std::vector<std::span<float const>>{g0, {}}, updates);
+            }),
+            "compute_updates needs the gradient of every parameter, but parameter 1 has none; "
+            "only step() skips the blocks of a parameter without a gradient.");
+  EXPECT_EQ(error_of([&] {
+              opt.compute_updates({w[0].data(), w[1].data()}, {nullptr, g0.data()},
+                                  updates.data());
+            }),
+            "compute_updates needs the gradient of every parameter, but parameter 0 has none; "
+            "only step() skips the blocks of a parameter without a gradient.");
+  // Iterate averaging starts z at the parameters on the first step: it needs them all then.
+  Options o = skipping_options();
+  o.momentum = 0.0;
+  o.averaging.type = AveragingType::generalized_primal;
+  Shampoo<float> averaged(plan_of(s), o);
+  auto const w0 = w;
+  EXPECT_EQ(error_of([&] { averaged.step({w[0].data(), w[1].data()}, {g0.data(), nullptr}); }),
+            "with iterate averaging the first step needs the gradient of every parameter (it "
+            "starts each block's sequence z at the parameter's values), but parameter 1 has "
+            "none.");
+  EXPECT_EQ(w, w0);
+  EXPECT_EQ(averaged.step_count(), 0);
+  auto const g1 = random_values(4, 4, 0.1f);
+  averaged.step({w[0].data(), w[1].data()}, {g0.data(), g1.data()});
+  auto const w1 = w;
+  averaged.step({w[0].data(), w[1].data()}, {g0.data(), nullptr});  // later steps may skip
+  EXPECT_EQ(w[1], w1[1]);
+  EXPECT_NE(w[0], w1[0]);
+}
+
+TEST(SkippedParameters, GroupedShampooSkipsThemInEveryGroup) {
+  // Parameter 1 (group 1) and parameter 2 (group 0) miss step 2: the grouped optimizer equals
+  // one Shampoo per group that skips the same parameters.
+  GroupedShampoo<float> grouped(shapes, model_groups());
+  auto groups = model_groups();
+  std::vector<std::unique_ptr<Shampoo<float>>> alone;
+  for (auto const& pg : groups) {
+    std::vector<std::vector<index_t>> s;
+    for (index_t p : pg.params) s.push_back(shapes[static_cast<std::size_t>(p)]);
+    alone.push_back(std::make_unique<Shampoo<float>>(
+        make_plan(PlanOptions<index_t, index_t>{pg.max_preconditioner_dim,
+                                                pg.target_parameter_dimensionality, 1},
+                  s),
+        pg.options));
+  }
+  std::vector<std::vector<float>> w;
+  for (std::size_t p = 0; p < shapes.size(); ++p)
+    w.push_back(random_values(numel(shapes[p]), 21 + p));
+  auto w_alone = w;
+  for (unsigned t = 1; t <= 3; ++t) {
+    std::vector<std::vector<float>> g;
+    for (std::size_t p = 0; p < shapes.size(); ++p)
+      g.push_back(random_values(numel(shapes[p]), 70 * t + p, 0.1f));
+    std::vector<std::span<float const>> gs(g.begin(), g.end());
+    if (t == 2) gs[1] = gs[2] = {};
+    auto const w_before = w;
+    grouped.step(std::vector<std::span<float>>(w.begin(), w.end()), gs);
+    if (t == 2) {
+      EXPECT_EQ(w[1], w_before[1]);
+      EXPECT_EQ(w[2], w_before[2]);
+    }
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+      std::vector<std::span<float>> ps;
+      std::vector<std::span<float const>> gg;
+      for (index_t p : groups[gi].params) {
+        ps.emplace_back(w_alone[static_cast<std::size_t>(p)]);
+        gg.push_back(gs[static_cast<std::size_t>(p)]);
+      }
+      alone[gi]->step(ps, gg);
+    }
+  }
+  EXPECT_EQ(w, w_alone);
+  EXPECT_EQ(grouped.step_count(), 3);
 }
 
 }  // namespace

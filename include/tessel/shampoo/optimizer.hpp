@@ -125,12 +125,15 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // matrix (a loaded state) or an inverse root, or more failed inverse-root computations in a row
   // than tolerated, throws tessel::Error naming the parameter and block after the factors of this
   // step were accumulated but before any parameter is changed.
+  // A parameter without a gradient this step (an empty span, a null pointer: PyTorch's `grad is
+  // None`) is skipped as Distributed Shampoo skips it: its blocks' state and values stay as they
+  // were, while the step count (bias correction, precondition_frequency) advances for all.
   void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads);
   void step(std::vector<std::span<T>> const& params, std::vector<std::span<T const>> const& grads) {
     step(std::span<std::span<T> const>(params), std::span<std::span<T const> const>(grads));
   }
   // The same with bare pointers (the device's spelling): sizes are the plan's.
-  // @pre params[i] and grads[i] hold the planned number of elements
+  // @pre params[i] holds the planned number of elements, and grads[i] too or is null (skipped)
   void step(std::vector<T*> const& params, std::vector<T const*> const& grads);
   // step({w1, w2}, {g1, g2}) with pointers: without this, two pointers would also read as the
   // iterator pair of one span.
@@ -143,6 +146,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // the block's shape, to updates[update_offset(b), update_offset(b) + its numel). A distributed
   // step is this on each block's owner, an exchange of the updates, and apply_update everywhere.
   // @pre updates.size() == update_numel() (tessel::Error otherwise, before anything is changed)
+  // Every parameter needs a gradient here (the exchange of a distributed step does not skip).
   void compute_updates(std::span<std::span<T> const> params,
                        std::span<std::span<T const> const> grads, std::span<T> updates);
   void compute_updates(std::vector<std::span<T>> const& params,
@@ -405,10 +409,17 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // The index parameter p has in sentences and state keys (ParamKeys).
   index_t key_of(std::size_t p) const { return keys_.empty() ? static_cast<index_t>(p) : keys_[p]; }
 
+  // `who` names a caller that needs every gradient (null: step(), which skips parameters without
+  // one).
   void check_step_arguments(std::span<std::span<T> const> params,
-                            std::span<std::span<T const> const> grads) const {
+                            std::span<std::span<T const> const> grads,
+                            char const* who = nullptr) const {
     check_counts(params.size(), grads.size());
     for (std::size_t p = 0; p < params.size(); ++p) {
+      if (grads[p].data() == nullptr && grads[p].empty()) {
+        if (who) refuse_missing_gradient(p, who);
+        continue;  // no gradient: skipped
+      }
       auto const& shape = plan_.params[p].shape;
       index_t const numel = param_numel(p);
       if (static_cast<index_t>(params[p].size()) != numel)
@@ -422,6 +433,45 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                                      tessel::detail::shape_text(shape), " has ", numel, "."));
     }
   }
+
+  [[noreturn]] void refuse_missing_gradient(std::size_t p, char const* who) const {
+    tessel::detail::throw_error(tessel::detail::sentence(
+        who, " needs the gradient of every parameter, but parameter ", key_of(p),
+        " has none; only step() skips the blocks of a parameter without a gradient."));
+  }
+  void require_every_gradient(std::vector<T const*> const& grads, char const* who) const {
+    for (std::size_t p = 0; p < grads.size(); ++p)
+      if (grads[p] == nullptr) refuse_missing_gradient(p, who);
+  }
+
+  // ---- parameters without a gradient ----
+
+  // What the blocks of the parameters without a gradient held before a step. Distributed Shampoo
+  // leaves those blocks out of its step; tessel steps a group's blocks as one batch, so it runs
+  // them on a zero gradient and then puts back their state and values (copied through the host:
+  // the cost is the skipped blocks' state, paid only on steps that skip).
+  struct Skipped {
+    std::vector<std::size_t> params;           // the parameters without a gradient
+    std::vector<std::vector<T>> values;        // their values
+    std::vector<std::vector<std::byte>> state;  // their blocks' slots, for_each_state_buffer order
+    std::vector<double> bounds;                // their slots' factor bounds, mode by mode
+    std::vector<index_t> failures;             // their slots' failed root computations in a row
+  };
+
+  // Points each missing gradient (null) of `grads` at zeros and saves what its blocks hold; an
+  // empty Skipped when every gradient is there. Throws before anything is changed when the step
+  // cannot skip.
+  Skipped skip_missing_gradients(std::vector<T*> const& params, std::vector<T const*>& grads);
+  // Puts back what skip_missing_gradients saved (after the step, or when it threw).
+  void restore_skipped(Skipped const& skipped, std::vector<T*> const& params);
+  // Each slot of group gi whose block is skipped this step, in order.
+  template <class F>
+  void for_each_skipped_slot(std::size_t gi, F&& f) const {
+    Group const& g = groups_[gi];
+    for (index_t slot = 0; slot < g.count; ++slot)
+      if (skipped_[static_cast<std::size_t>(g.blocks[static_cast<std::size_t>(slot)])]) f(slot);
+  }
+  bool skipped(std::size_t b) const { return !skipped_.empty() && skipped_[b]; }
 
   // ---- views ----
 
@@ -1185,6 +1235,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   bool z_ready_ = false;
   std::vector<index_t> keys_;  // ParamKeys: the caller's index of each parameter (empty: p)
   double peak_lr_ = 0.0;       // the lr at construction (corrected and independent weight decay)
+  // Per plan block: skipped this step (its parameter has no gradient); empty when none is.
+  std::vector<char> skipped_;
+  typename B::template Buffer<T> zeros_;  // the gradient of skipped parameters
 };
 
 // The optimizer: ShampooBase<T, X> (everything but the plan) and the passes over the plan's
@@ -1254,7 +1307,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                                                    std::span<std::span<T const> const> grads) {
   check_step_arguments(params, grads);
   auto const ptrs = pointers(params, grads);
-  run_step<false>(ptrs.first, ptrs.second, nullptr);
+  step(ptrs.first, ptrs.second);
 }
 
 template <class T, class X>
@@ -1262,7 +1315,15 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     exec::Executor<X> void ShampooBase<T, X>::step(std::vector<T*> const& params,
                                                    std::vector<T const*> const& grads) {
   check_counts(params.size(), grads.size());
-  run_step<false>(params, grads, nullptr);
+  std::vector<T const*> given = grads;
+  Skipped const skipped = skip_missing_gradients(params, given);
+  try {
+    run_step<false>(params, given, nullptr);
+  } catch (...) {
+    restore_skipped(skipped, params);
+    throw;
+  }
+  restore_skipped(skipped, params);
 }
 
 template <class T, class X>
@@ -1270,7 +1331,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     exec::Executor<X> void ShampooBase<T, X>::compute_updates(
         std::span<std::span<T> const> params, std::span<std::span<T const> const> grads,
         std::span<T> updates) {
-  check_step_arguments(params, grads);
+  check_step_arguments(params, grads, "compute_updates");
   if (updates.size() != static_cast<std::size_t>(update_numel()))
     tessel::detail::throw_error(tessel::detail::sentence(
         "compute_updates needs room for ", update_numel(), " update values (one per element of ",
@@ -1285,6 +1346,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                                                               std::vector<T const*> const& grads,
                                                               T* updates) {
   check_counts(params.size(), grads.size());
+  require_every_gradient(grads, "compute_updates");
   run_step<true>(params, grads, updates);
 }
 
@@ -1463,7 +1525,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
         double const bound = inputs[gi][at(j, g.count, slot)];
         m.pending[static_cast<std::size_t>(slot)] =
             bound * bound_rounding<T>(g.numel / std::max<index_t>(m.d, 1), m.dtype);
-        if (first && first->block <= b) continue;
+        if ((first && first->block <= b) || skipped(b)) continue;
         std::string e = factor_bound_error<T>(
             j, m.dim, key_of(plan_.blocks[b].param), plan_.blocks[b].index, step_ + 1, bound,
             inputs[gi][at(j, g.count, slot) + static_cast<std::size_t>(g.count)],
@@ -1479,6 +1541,85 @@ template <class T, class X>
 requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     exec::Executor<X> void ShampooBase<T, X>::finish_step(std::vector<T*> const& params) {
   update<false>(params, step_scalars<T>(options_, step_, peak_lr_), nullptr, false);
+}
+
+template <class T, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> auto ShampooBase<T, X>::skip_missing_gradients(std::vector<T*> const& params,
+                                                                     std::vector<T const*>& grads)
+        -> Skipped {
+  Skipped out;
+  skipped_.clear();
+  for (std::size_t p = 0; p < grads.size(); ++p)
+    if (grads[p] == nullptr) out.params.push_back(p);
+  if (out.params.empty()) return out;
+  if (averaging() && !z_ready_)
+    tessel::detail::throw_error(tessel::detail::sentence(
+        "with iterate averaging the first step needs the gradient of every parameter (it starts "
+        "each block's sequence z at the parameter's values), but parameter ",
+        key_of(out.params.front()), " has none."));
+  if (zeros_.data() == nullptr) {
+    index_t most = 0;
+    for (std::size_t p = 0; p < plan_.num_params(); ++p) most = std::max(most, param_numel(p));
+    zeros_ = B::template allocate<T>(most);
+    assign(flat(zeros_.data(), most), T(0), executor_);
+  }
+  skipped_.assign(plan_.num_blocks(), 0);
+  for (std::size_t b = 0; b < plan_.num_blocks(); ++b)
+    skipped_[b] = grads[static_cast<std::size_t>(plan_.blocks[b].param)] == nullptr;
+  for (std::size_t p : out.params) {
+    grads[p] = zeros_.data();
+    auto& values = out.values.emplace_back(static_cast<std::size_t>(param_numel(p)));
+    B::to_host(executor_, params[p], param_numel(p), values.data());
+  }
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto&&...) {
+      auto const* bytes = reinterpret_cast<std::byte const*>(buffer.data());
+      for_each_skipped_slot(gi, [&](index_t slot) {
+        auto& host = out.state.emplace_back(static_cast<std::size_t>(slot_bytes));
+        B::to_host(executor_, bytes + slot * slot_bytes, slot_bytes, host.data());
+      });
+    });
+    Group const& g = groups_[gi];
+    for (auto const& m : g.modes)
+      for_each_skipped_slot(
+          gi, [&](index_t slot) { out.bounds.push_back(m.bound[static_cast<std::size_t>(slot)]); });
+    for_each_skipped_slot(
+        gi, [&](index_t slot) { out.failures.push_back(g.failures[static_cast<std::size_t>(slot)]); });
+  }
+  B::wait(executor_);
+  return out;
+}
+
+template <class T, class X>
+requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    exec::Executor<X> void ShampooBase<T, X>::restore_skipped(Skipped const& skipped,
+                                                              std::vector<T*> const& params) {
+  if (skipped.params.empty()) return;
+  std::size_t state = 0, bound = 0, failure = 0;
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    for_each_state_buffer(gi, [&](auto const& buffer, index_t slot_bytes, auto&&...) {
+      auto* bytes = reinterpret_cast<std::byte*>(buffer.data());
+      for_each_skipped_slot(gi, [&](index_t slot) {
+        B::from_host(executor_, skipped.state[state++].data(), slot_bytes,
+                     bytes + slot * slot_bytes);
+      });
+    });
+    Group& g = groups_[gi];
+    for (auto& m : g.modes)
+      for_each_skipped_slot(gi, [&](index_t slot) {
+        m.bound[static_cast<std::size_t>(slot)] = skipped.bounds[bound++];
+      });
+    for_each_skipped_slot(gi, [&](index_t slot) {
+      g.failures[static_cast<std::size_t>(slot)] = skipped.failures[failure++];
+    });
+  }
+  for (std::size_t i = 0; i < skipped.params.size(); ++i) {
+    std::size_t const p = skipped.params[i];
+    B::from_host(executor_, skipped.values[i].data(), param_numel(p), params[p]);
+  }
+  B::wait(executor_);
+  skipped_.clear();
 }
 
 template <class T, class X>
@@ -1503,7 +1644,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   for (std::size_t b = 0; b < plan_.num_blocks(); ++b) {
     auto const& g = groups_[static_cast<std::size_t>(plan_.blocks[b].group)];
     auto const& e = g.errors[static_cast<std::size_t>(plan_.blocks[b].slot)];
-    if (!e.empty()) return BlockFailure{b, e};
+    if (!e.empty() && !skipped(b)) return BlockFailure{b, e};
   }
   return std::nullopt;
 }

@@ -114,15 +114,21 @@ class GroupedShampoo {
                                     std::span<std::span<T const> const>(gs[gi]));
       ptrs.push_back(Base::pointers(ps[gi], gs[gi]));
     }
-    for (std::size_t gi = 0; gi < optimizers_.size(); ++gi)
-      if (auto failure = base(gi).check_gradients_and_bounds(ptrs[gi].first, ptrs[gi].second))
-        tessel::detail::throw_error(failure->message);
-    std::string first;
-    for (std::size_t gi = 0; gi < optimizers_.size(); ++gi)
-      if (auto failure = base(gi).accumulate_step(); failure && first.empty())
-        first = std::move(failure->message);
-    if (!first.empty()) tessel::detail::throw_error(first);
-    for (std::size_t gi = 0; gi < optimizers_.size(); ++gi) base(gi).finish_step(ptrs[gi].first);
+    // Parameters without a gradient are skipped (ShampooBase::step), group by group.
+    std::vector<typename Base::Skipped> skipped;
+    auto restore = [&] {
+      for (std::size_t gi = 0; gi < skipped.size(); ++gi)
+        base(gi).restore_skipped(skipped[gi], ptrs[gi].first);
+    };
+    try {
+      for (std::size_t gi = 0; gi < optimizers_.size(); ++gi)
+        skipped.push_back(base(gi).skip_missing_gradients(ptrs[gi].first, ptrs[gi].second));
+      step_groups(ptrs);
+    } catch (...) {
+      restore();
+      throw;
+    }
+    restore();
   }
 
   // Iterate averaging's eval() and train() (ShampooBase::eval) for every group that averages.
@@ -193,6 +199,19 @@ class GroupedShampoo {
   // The steps' halves are ShampooBase's (this class is its friend).
   Base& base(std::size_t g) { return *optimizers_[g]; }
 
+  // The step of every group once the arguments passed: the checks of all groups first, then
+  // every group accumulates, then (when no group failed) every group's parameters move.
+  void step_groups(std::vector<typename Base::Pointers> const& ptrs) {
+    for (std::size_t gi = 0; gi < optimizers_.size(); ++gi)
+      if (auto failure = base(gi).check_gradients_and_bounds(ptrs[gi].first, ptrs[gi].second))
+        tessel::detail::throw_error(failure->message);
+    std::string first;
+    for (std::size_t gi = 0; gi < optimizers_.size(); ++gi)
+      if (auto failure = base(gi).accumulate_step(); failure && first.empty())
+        first = std::move(failure->message);
+    if (!first.empty()) tessel::detail::throw_error(first);
+    for (std::size_t gi = 0; gi < optimizers_.size(); ++gi) base(gi).finish_step(ptrs[gi].first);
+  }
   std::vector<std::vector<index_t>> shapes_;
   std::vector<ParamGroup> groups_;
   std::vector<std::unique_ptr<Optimizer>> optimizers_;

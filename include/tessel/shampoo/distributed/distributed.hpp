@@ -272,7 +272,7 @@ class DistributedShampoo {
   //      data-parallel all-reduce); then every rank throws the same errors at the same points and
   //      on any error no parameter is changed.
   void step(std::span<std::span<T> const> params, std::span<std::span<T const> const> grads) {
-    local_->check_step_arguments(params, grads);
+    local_->check_step_arguments(params, grads, "a distributed step");
     auto const ptrs = Local::pointers(params, grads);
     run(ptrs.first, ptrs.second);
   }
@@ -282,6 +282,7 @@ class DistributedShampoo {
   // Bare pointers in the executor's memory (the device's spelling). @pre planned sizes
   void step(std::vector<T*> const& params, std::vector<T const*> const& grads) {
     local_->check_counts(params.size(), grads.size());
+    local_->require_every_gradient(grads, "a distributed step");
     run(params, grads);
   }
   void step(std::initializer_list<T*> params, std::initializer_list<T const*> grads) {
