@@ -12,6 +12,13 @@
 
 namespace tessel_python {
 
+// The outputs besides the loss and the gradients that a call asks for (flce::Outputs' z_loss, lse,
+// target_logprob, entropy, argmax, accuracy); tessel computes only these.
+struct FlceExtras {
+  bool z_loss = false, lse = false, target_logprob = false, entropy = false, argmax = false,
+       accuracy = false;
+};
+
 // One call of tessel.linear_cross_entropy as the binding received it: the arrays (bias,
 // class_weights and grad_output_rows may be invalid: not given), the options, and which gradients
 // to compute (each one left out is work and memory saved: a frozen LM head needs no
@@ -22,13 +29,15 @@ struct FlceCall {
   std::int64_t ignore_index = -100;
   double label_smoothing = 0.0, lse_square_scale = 0.0, softcap = 0.0, temperature = 1.0;
   bool grad_input = false, grad_weight = false, grad_bias = false;
+  FlceExtras extras;
 };
 
-// (loss, grad_input, grad_weight, grad_bias) of flce::forward on storage type T (float, double,
-// tessel::half, tessel::bfloat16), as fresh NumPy arrays or None. The loss, grad_weight and
-// grad_bias are in accum_t<T> (float for 16-bit storage), grad_input in T: float16 for half, and
-// for bfloat16, which NumPy lacks, uint16 holding its bits (tessel.torch views them as
-// torch.bfloat16). grad_output_rows must be accum_t<T>.
+// (loss, grad_input, grad_weight, grad_bias, extras) of flce::forward on storage type T (float,
+// double, tessel::half, tessel::bfloat16), as fresh NumPy arrays or None; extras is a dict from
+// the name of each extra asked for (FlceExtras) to its array. The loss, grad_weight, grad_bias and
+// the floating extras are in accum_t<T> (float for 16-bit storage), argmax in int64, grad_input in
+// T: float16 for half, and for bfloat16, which NumPy lacks, uint16 holding its bits (tessel.torch
+// views them as torch.bfloat16). grad_output_rows must be accum_t<T>.
 // @pre call.input is a host array of rank 2 and dtype T; call.target one of rank 1 and dtype i64
 //      or i32
 template <class T>

@@ -95,9 +95,33 @@ nb::tuple run(FlceCall const& call) {
   std::size_t const rows = call.input.shape(0), hidden = call.input.shape(1),
                     vocab = call.weight.shape(0);
   bool const per_row = options.reduction == tessel::flce::Reduction::none;
-  auto loss = per_row ? new_array<C>({rows}) : new_array<C>({});
-  tessel::flce::Outputs<T> outputs{.loss = loss.data};
-  if (per_row) outputs.loss = tessel::make_tensor(loss.data, tessel::make_shape(index_t(rows)));
+  tessel::flce::Outputs<T> outputs;
+  // The loss and what is reduced like it (z_loss, accuracy): 0-d for mean and sum, (rows) for
+  // none.
+  auto const loss_like = [&](auto& arg) {
+    using E = std::remove_pointer_t<decltype(arg.data)>;
+    auto a = per_row ? new_array<E>({rows}) : new_array<E>({});
+    if (per_row)
+      arg = tessel::make_tensor(a.data, tessel::make_shape(index_t(rows)));
+    else
+      arg = a.data;
+    return a.array;
+  };
+  // Per row whatever the reduction (lse, target_logprob, entropy, argmax).
+  auto const row_wise = [&](auto& arg) {
+    using E = std::remove_pointer_t<decltype(arg.data)>;
+    auto a = new_array<E>({rows});
+    arg = tessel::make_tensor(a.data, tessel::make_shape(index_t(rows)));
+    return a.array;
+  };
+  auto const loss = loss_like(outputs.loss);
+  nb::dict extras;
+  if (call.extras.z_loss) extras["z_loss"] = loss_like(outputs.z_loss);
+  if (call.extras.lse) extras["lse"] = row_wise(outputs.lse);
+  if (call.extras.target_logprob) extras["target_logprob"] = row_wise(outputs.target_logprob);
+  if (call.extras.entropy) extras["entropy"] = row_wise(outputs.entropy);
+  if (call.extras.argmax) extras["argmax"] = row_wise(outputs.argmax);
+  if (call.extras.accuracy) extras["accuracy"] = loss_like(outputs.accuracy);
   nb::object grad_input = nb::none(), grad_weight = nb::none(), grad_bias = nb::none();
   // Shaped like input and weight, so that a disagreement between those two is what tessel
   // reports.
@@ -126,7 +150,7 @@ nb::tuple run(FlceCall const& call) {
     nb::gil_scoped_release released;
     tessel::flce::forward(x, w, y, options, outputs);
   }
-  return nb::make_tuple(loss.array, grad_input, grad_weight, grad_bias);
+  return nb::make_tuple(loss, grad_input, grad_weight, grad_bias, extras);
 }
 
 }  // namespace flce_detail

@@ -7,12 +7,15 @@
 // its own translation unit (flce.hpp), with i64 or i32 targets.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "arrays.hpp"
 #include "flce.hpp"
@@ -28,12 +31,38 @@ namespace {
 
 using namespace tessel_python;
 
+// The extras named by `names` (flce::Outputs' field names, in any order, repeats allowed).
+// @post an unknown name is refused with a sentence naming it and the known ones (ValueError)
+FlceExtras parse_extras(std::vector<std::string> const& names) {
+  FlceExtras extras;
+  for (std::string const& name : names) {
+    if (name == "z_loss")
+      extras.z_loss = true;
+    else if (name == "lse")
+      extras.lse = true;
+    else if (name == "target_logprob")
+      extras.target_logprob = true;
+    else if (name == "entropy")
+      extras.entropy = true;
+    else if (name == "argmax")
+      extras.argmax = true;
+    else if (name == "accuracy")
+      extras.accuracy = true;
+    else
+      refuse(sentence("return_extras names '", name,
+                      "', which is not an output of tessel's FLCE; the extras are z_loss, lse, "
+                      "target_logprob, entropy, argmax and accuracy."));
+  }
+  return extras;
+}
+
 nb::tuple linear_cross_entropy(InArray const& input, InArray const& weight, InArray const& target,
                                InArray const& bias, std::string_view reduction,
                                std::int64_t ignore_index, double label_smoothing,
                                double lse_square_scale, double softcap, double temperature,
                                InArray const& class_weights, InArray const& grad_output_rows,
-                               bool grad_input, bool grad_weight, bool grad_bias) {
+                               bool grad_input, bool grad_weight, bool grad_bias,
+                               std::vector<std::string> const& extras) {
   check_host(input, "input");
   check_rank(input, "input", 2, "(rows, hidden)");
   check_host(target, "target");
@@ -56,7 +85,8 @@ nb::tuple linear_cross_entropy(InArray const& input, InArray const& weight, InAr
                       .temperature = temperature,
                       .grad_input = grad_input,
                       .grad_weight = grad_weight,
-                      .grad_bias = grad_bias};
+                      .grad_bias = grad_bias,
+                      .extras = parse_extras(extras)};
   // One translation unit per storage type (flce.hpp); no fallback type.
   std::optional<DType> const dtype = dtype_of(input);
   if (dtype == DType::f32) return run_linear_cross_entropy<float>(call);
@@ -97,8 +127,8 @@ NB_MODULE(_tessel, m) {
         nb::arg("ignore_index"), nb::arg("label_smoothing"), nb::arg("lse_square_scale"),
         nb::arg("softcap"), nb::arg("temperature"), nb::arg("class_weights").none(),
         nb::arg("grad_output_rows").none(), nb::arg("grad_input"), nb::arg("grad_weight"),
-        nb::arg("grad_bias"),
-        "(loss, grad_input, grad_weight, grad_bias) of flce::forward; see "
+        nb::arg("grad_bias"), nb::arg("extras"),
+        "(loss, grad_input, grad_weight, grad_bias, {extra name: array}) of flce::forward; see "
         "tessel.linear_cross_entropy.");
   m.def("flce_host_plan", &flce_host_plan, nb::arg("bt"), nb::arg("hidden"), nb::arg("vocab"),
         nb::arg("dtype"), "flce::make_host_plan as a dict; see tessel.plan.flce.");

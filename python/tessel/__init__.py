@@ -6,14 +6,18 @@ protocol; tessel's error sentences arrive as ``ValueError``. See docs/python.md.
 """
 
 import sys
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
 from . import _tessel, plan
 
-__all__ = ["Block", "LinearCrossEntropyResult", "linear_cross_entropy", "merge_small_dims",
-           "multi_dim_split", "plan"]
+__all__ = ["Block", "EXTRAS", "LinearCrossEntropyOutput", "LinearCrossEntropyResult",
+           "linear_cross_entropy", "merge_small_dims", "multi_dim_split", "plan"]
+
+# The outputs linear_cross_entropy computes besides the loss when return_extras names them
+# (flce::Outputs' fields of the same names), in LinearCrossEntropyOutput's order.
+EXTRAS = ("z_loss", "lse", "target_logprob", "entropy", "argmax", "accuracy")
 
 
 class LinearCrossEntropyResult(NamedTuple):
@@ -31,9 +35,39 @@ class LinearCrossEntropyResult(NamedTuple):
     grad_bias: Optional[np.ndarray]
 
 
+class LinearCrossEntropyOutput(NamedTuple):
+    """What linear_cross_entropy returns when ``return_extras`` is given: the loss, each extra
+    output named in ``return_extras`` (None for those not asked for: they are not computed) and,
+    over NumPy arrays, the gradients (None for PyTorch tensors, whose gradients go through
+    autograd).
+
+    ``z_loss`` (the z-loss part of the loss, ``lse_square_scale * lse**2`` over the non-ignored
+    rows) and ``accuracy`` (``argmax == target`` over the non-ignored rows, unweighted) are reduced
+    like the loss: 0-d for mean (accuracy: the fraction right, 0 when every row is ignored) and sum
+    (accuracy: the count right), ``(rows,)`` for none. ``lse`` (the log-sum-exp of the row's
+    logits), ``target_logprob`` (the target's log-probability), ``entropy`` (the softmax's) and
+    ``argmax`` (the predicted class, ties to the lowest) are ``(rows,)`` whatever the reduction,
+    over the logits after temperature and softcap; ignored rows hold 0, and -1 in ``argmax``.
+    ``argmax`` is int64; the others are in the type tessel computes in: float64 for float64
+    inputs, float32 for float32, float16 and bfloat16 (not rounded to 16 bits). They carry no
+    gradient (PyTorch: detached tensors).
+    """
+
+    loss: Any
+    z_loss: Any = None
+    lse: Any = None
+    target_logprob: Any = None
+    entropy: Any = None
+    argmax: Any = None
+    accuracy: Any = None
+    grad_input: Any = None
+    grad_weight: Any = None
+    grad_bias: Any = None
+
+
 def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", ignore_index=-100,
                          label_smoothing=0.0, lse_square_scale=0.0, softcap=None,
-                         class_weights=None, temperature=1.0):
+                         class_weights=None, temperature=1.0, return_extras=None):
     """``cross_entropy(x @ weight.T + bias, target)`` without the logits, with its gradients.
 
     Names and defaults are PyTorch's ``F.cross_entropy`` (``class_weights`` is its ``weight``)
@@ -44,6 +78,12 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
 
     PyTorch tensors give a loss tensor with autograd (tessel.torch.linear_cross_entropy); anything
     else (NumPy arrays, DLPack objects) gives a LinearCrossEntropyResult.
+
+    ``return_extras``: names from ``EXTRAS`` ("z_loss", "lse", "target_logprob", "entropy",
+    "argmax", "accuracy"; one name alone may be a string). When given (even empty), the call
+    returns a LinearCrossEntropyOutput with the loss, the extras asked for and, for NumPy, the
+    gradients; only those extras are computed (entropy costs a multiply-add per logit, the others
+    nothing). An unknown name is a ValueError.
     """
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
@@ -52,10 +92,11 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
         return tessel_torch.linear_cross_entropy(
             x, weight, target, bias, reduction=reduction, ignore_index=ignore_index,
             label_smoothing=label_smoothing, lse_square_scale=lse_square_scale, softcap=softcap,
-            class_weights=class_weights, temperature=temperature)
-    loss, grad_input, grad_weight, grad_bias = _tessel.linear_cross_entropy(
+            class_weights=class_weights, temperature=temperature, return_extras=return_extras)
+    names = _extra_names(return_extras)
+    loss, grad_input, grad_weight, grad_bias, extras = _tessel.linear_cross_entropy(
         x, weight, target, bias, class_weights=class_weights, grad_output_rows=None,
-        grad_input=True, grad_weight=True, grad_bias=True,
+        grad_input=True, grad_weight=True, grad_bias=True, extras=names or [],
         **_options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap,
                    temperature))
     # 16-bit storage: tessel computes the loss, grad_weight and grad_bias in float32 and writes
@@ -68,7 +109,11 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
         # bfloat16 (its bits: NumPy has no bfloat16): every result float32, grad_input widened
         # exactly.
         grad_input = (grad_input.astype(np.uint32) << 16).view(np.float32)
-    return LinearCrossEntropyResult(loss, grad_input, grad_weight, grad_bias)
+    if names is None:
+        return LinearCrossEntropyResult(loss, grad_input, grad_weight, grad_bias)
+    # The extras stay in the computation's type (float32 for 16-bit storage), argmax int64.
+    return LinearCrossEntropyOutput(loss, **extras, grad_input=grad_input,
+                                    grad_weight=grad_weight, grad_bias=grad_bias)
 
 
 def merge_small_dims(shape, threshold, target_dims=1):
@@ -98,3 +143,20 @@ def _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap
     return dict(reduction=reduction, ignore_index=ignore_index, label_smoothing=label_smoothing,
                 lse_square_scale=lse_square_scale, softcap=0.0 if softcap is None else softcap,
                 temperature=temperature)
+
+
+def _extra_names(return_extras):
+    """return_extras as a list of names (None: not given). The binding refuses unknown names."""
+    if return_extras is None:
+        return None
+    if isinstance(return_extras, str):
+        return [return_extras]
+    if isinstance(return_extras, bool) or not hasattr(return_extras, "__iter__"):
+        raise ValueError(f"return_extras takes names of extra outputs (a string or a sequence of "
+                         f"them, from {', '.join(EXTRAS)}), got {return_extras!r}.")
+    names = list(return_extras)
+    for name in names:
+        if not isinstance(name, str):
+            raise ValueError(f"return_extras holds {name!r}, which is not a name; the extras are "
+                             f"{', '.join(EXTRAS)}.")
+    return names

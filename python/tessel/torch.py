@@ -13,7 +13,7 @@ the inputs' dtype, the dtype PyTorch gives them.
 
 import torch
 
-from . import _options, _tessel
+from . import EXTRAS, LinearCrossEntropyOutput, _extra_names, _options, _tessel
 from . import plan as tessel_plan
 
 __all__ = ["Shampoo", "linear_cross_entropy"]
@@ -38,59 +38,90 @@ _NO_GRADIENTS = dict(grad_input=False, grad_weight=False, grad_bias=False)
 
 
 def _wanted(ctx):
-    # apply's arguments: x, weight, target, bias, class_weights, options.
+    # apply's arguments: x, weight, target, bias, class_weights, options, extras.
     needs = ctx.needs_input_grad
     return dict(grad_input=needs[0], grad_weight=needs[1], grad_bias=needs[3])
 
 
+def _extra_tensors(extras):
+    """The binding's {name: array} of extras as tensors in EXTRAS' order, no copy: the type tessel
+    computes in (float32 for 16-bit inputs), argmax int64."""
+    return tuple(torch.from_numpy(extras[name]) for name in EXTRAS if name in extras)
+
+
 class LinearCrossEntropyFunction(torch.autograd.Function):
+    """The loss, differentiable in x, weight and bias; with ``extras`` (a list of names, see
+    tessel.EXTRAS) also those extras, in EXTRAS' order, as outputs without a gradient."""
+
     @staticmethod
-    def forward(ctx, x, weight, target, bias, class_weights, options):
+    def forward(ctx, x, weight, target, bias, class_weights, options, extras=None):
         per_row = options["reduction"] == "none"
         # Only what requires grad (a frozen head needs no grad_weight); none yet for reduction
         # none, whose backward computes them.
         wanted = _wanted(ctx) if not per_row else _NO_GRADIENTS
-        loss, grad_input, grad_weight, grad_bias = _tessel.linear_cross_entropy(
+        loss, grad_input, grad_weight, grad_bias, computed = _tessel.linear_cross_entropy(
             _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
-            grad_output_rows=None, **wanted, **options)
+            grad_output_rows=None, extras=extras or [], **wanted, **options)
         ctx.options = options
         if per_row:
             ctx.save_for_backward(x, weight, target, bias, class_weights)
         else:
             ctx.gradients = tuple(_tensor(g, x.dtype) for g in (grad_input, grad_weight, grad_bias))
-        return _tensor(loss, x.dtype)
+        if extras is None:
+            return _tensor(loss, x.dtype)
+        extra_tensors = _extra_tensors(computed)
+        ctx.mark_non_differentiable(*extra_tensors)
+        return (_tensor(loss, x.dtype),) + extra_tensors
 
     @staticmethod
-    def backward(ctx, grad_loss):
+    def backward(ctx, grad_loss, *_):
+        # The extras' incoming gradients (*_) are dropped: they are not differentiable.
         if ctx.options["reduction"] == "none":
             x, weight, target, bias, class_weights = ctx.saved_tensors
             # tessel takes the per-row gradients in the type it computes in.
             compute = torch.float64 if x.dtype == torch.float64 else torch.float32
-            _, grad_input, grad_weight, grad_bias = _tessel.linear_cross_entropy(
+            _, grad_input, grad_weight, grad_bias, _ = _tessel.linear_cross_entropy(
                 _array(x), _array(weight), target, _array(bias),
                 class_weights=_array(class_weights),
-                grad_output_rows=grad_loss.detach().to(compute), **_wanted(ctx), **ctx.options)
+                grad_output_rows=grad_loss.detach().to(compute), extras=[], **_wanted(ctx),
+                **ctx.options)
             gradients = tuple(_tensor(g, x.dtype) for g in (grad_input, grad_weight, grad_bias))
         else:
             gradients = tuple(None if g is None else g * grad_loss for g in ctx.gradients)
         grad_input, grad_weight, grad_bias = gradients
-        return grad_input, grad_weight, None, grad_bias, None, None
+        return grad_input, grad_weight, None, grad_bias, None, None, None
 
 
 def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", ignore_index=-100,
                          label_smoothing=0.0, lse_square_scale=0.0, softcap=None,
-                         class_weights=None, temperature=1.0):
+                         class_weights=None, temperature=1.0, return_extras=None):
     """``F.cross_entropy(x @ weight.T + bias, target, ...)`` computed by tessel, differentiable in
-    ``x``, ``weight`` and ``bias``; see tessel.linear_cross_entropy for the arguments."""
+    ``x``, ``weight`` and ``bias``; see tessel.linear_cross_entropy for the arguments.
+
+    With ``return_extras`` (names from tessel.EXTRAS), a tessel.LinearCrossEntropyOutput: the loss
+    as above and the extras asked for as detached tensors (None for the others; its gradient
+    fields are None). For a differentiable target log-probability use ``-loss`` with
+    ``reduction="none"`` (without smoothing, z-loss or class weights it is exactly
+    ``-target_logprob``)."""
     options = _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap,
                        temperature)
+    names = _extra_names(return_extras)
     if not torch.is_grad_enabled():
-        # An evaluation pass (torch.no_grad()): the loss alone, no gradient work.
-        loss, *_ = _tessel.linear_cross_entropy(
+        # An evaluation pass (torch.no_grad()): the loss (and extras) alone, no gradient work.
+        loss, _, _, _, computed = _tessel.linear_cross_entropy(
             _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
-            grad_output_rows=None, **_NO_GRADIENTS, **options)
-        return _tensor(loss, x.dtype)
-    return LinearCrossEntropyFunction.apply(x, weight, target, bias, class_weights, options)
+            grad_output_rows=None, extras=names or [], **_NO_GRADIENTS, **options)
+        loss = _tensor(loss, x.dtype)
+        if names is None:
+            return loss
+        results = (loss,) + _extra_tensors(computed)
+    else:
+        results = LinearCrossEntropyFunction.apply(x, weight, target, bias, class_weights, options,
+                                                   names)
+        if names is None:
+            return results
+    return LinearCrossEntropyOutput(
+        results[0], **dict(zip((n for n in EXTRAS if n in names), results[1:])))
 
 
 # ---- Shampoo ----
