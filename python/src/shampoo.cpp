@@ -306,7 +306,8 @@ class Optimizer {
         [&] { return std::make_unique<sh::GroupedShampoo<T>>(shapes_, std::move(pgs)); });
   }
 
-  // params[i] and grads[i]: parameter i's tensor (updated in place) and its gradient.
+  // params[i] and grads[i]: parameter i's tensor (updated in place) and its gradient, or None
+  // (the parameter's blocks are skipped).
   void step(nb::list params, nb::list grads) {
     if (params.size() != shapes_.size() || grads.size() != shapes_.size())
       refuse(sentence("step got ", params.size(), " parameters and ", grads.size(),
@@ -314,7 +315,7 @@ class Optimizer {
     std::vector<nb::ndarray<>> ps;  // keep the views alive while the step runs
     std::vector<InArray> gs;
     auto const p_spans = spans<T>(params, ps, "parameter ");
-    auto const g_spans = spans<T const>(grads, gs, "the gradient of parameter ");
+    auto const g_spans = spans<T const>(grads, gs, "the gradient of parameter ", true);
     nb::gil_scoped_release released;
     shampoo_->step(p_spans, g_spans);
   }
@@ -361,10 +362,14 @@ class Optimizer {
   // Spans over arrays[i], one per parameter, each checked against parameter i (its name: `what`
   // and i); `views` keeps the arrays' views alive while the C++ reads them.
   template <class E, class Array>
-  std::vector<std::span<E>> spans(nb::list arrays, std::vector<Array>& views,
-                                  char const* what) const {
+  std::vector<std::span<E>> spans(nb::list arrays, std::vector<Array>& views, char const* what,
+                                  bool none_skips = false) const {
     std::vector<std::span<E>> out;
     for (std::size_t i = 0; i < shapes_.size(); ++i) {
+      if (none_skips && arrays[i].is_none()) {
+        out.emplace_back();  // an empty span: no gradient
+        continue;
+      }
       views.push_back(nb::cast<Array>(arrays[i]));
       check_step_array<T>(views.back(), sentence(what, i), shapes_[i]);
       out.emplace_back(static_cast<E*>(views.back().data()), views.back().size());

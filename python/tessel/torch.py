@@ -192,8 +192,10 @@ class Shampoo(torch.optim.Optimizer):
     for any torch optimizer) may set its own options.
 
     Every parameter is a contiguous CPU tensor of one dtype, float32 or float64, and is updated
-    in place (no copy). A step needs the gradient of every parameter, or of none (then nothing
-    happens): tessel steps all blocks together. Only ``lr`` may change after construction (a
+    in place (no copy). A parameter whose ``grad`` is None is skipped as Distributed Shampoo skips
+    it: its value and state stay as they were, while the step count (bias correction,
+    ``precondition_frequency``) advances for every parameter; with iterate averaging the first
+    step needs every gradient. Only ``lr`` may change after construction (a
     scheduler's ``group["lr"]``); state_dict() is keyed by parameter index and Distributed
     Shampoo's key paths.
     """
@@ -312,24 +314,16 @@ class Shampoo(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        missing = [i for i, p in enumerate(self._params) if p.grad is None]
-        if len(missing) == len(self._params):
-            return loss
-        if missing:
-            i = missing[0]
-            raise ValueError(
-                f"parameter {i} (shape {tuple(self._params[i].shape)}) has no gradient but "
-                f"others have; tessel's Shampoo steps every parameter together: leave frozen "
-                f"parameters out of the optimizer.")
         for i, p in enumerate(self._params):
-            if p.grad.layout != torch.strided:
+            if p.grad is not None and p.grad.layout != torch.strided:
                 raise ValueError(f"the gradient of parameter {i} is {p.grad.layout}; tessel's "
                                  f"Shampoo takes dense gradients.")
         for g, group in enumerate(self.param_groups):
             self._tessel.set_lr(g, float(group["lr"]))
         # detach(): DLPack refuses tensors that require grad; it shares their storage.
+        # A parameter without a gradient (None) is skipped, as Distributed Shampoo skips it.
         self._tessel.step([p.detach() for p in self._params],
-                          [p.grad.detach() for p in self._params])
+                          [None if p.grad is None else p.grad.detach() for p in self._params])
         return loss
 
     @torch.no_grad()

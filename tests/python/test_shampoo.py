@@ -243,11 +243,68 @@ def test_a_closure_is_called_and_its_loss_returned():
     assert (w < 1).all()
 
 
-def test_no_gradients_at_all_is_no_step():
-    params, _ = model_and_grads()
-    optimizer = tessel.torch.Shampoo(params)
+def flat_entries(state, index):
+    """Parameter `index`'s tensors in a state_dict()["state"], but its step."""
+    out = {}
+
+    def walk(prefix, value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(prefix + (k,), v)
+        elif prefix != ("step",):
+            out[prefix] = value
+    walk((), state[index])
+    return out
+
+
+def test_a_step_without_any_gradient_only_counts():
+    # As Distributed Shampoo: the step count advances (bias correction, precondition_frequency),
+    # nothing else changes.
+    params, grads = model_and_grads()
+    optimizer = tessel.torch.Shampoo(params, **ROUND_TRIP_OPTIONS)
+    take_steps(optimizer, params, grads[:1])
+    before = [p.detach().clone() for p in params]
+    state = optimizer.state_dict()["state"]
+    for p in params:
+        p.grad = None
     optimizer.step()
-    assert optimizer.state_dict()["state"][0]["step"].item() == 0
+    assert all(torch.equal(a, b) for a, b in zip(before, params))
+    after = optimizer.state_dict()["state"]
+    assert after[0]["step"].item() == 2
+    for i in state:
+        entries, now = flat_entries(state, i), flat_entries(after, i)
+        assert entries.keys() == now.keys() and len(entries) > 0
+        assert all(torch.equal(entries[k], now[k]) for k in entries)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_parameter_without_a_gradient_is_skipped(dtype):
+    # Parameter 1 has no gradient at steps 2 and 3 (roots are computed at step 2): its value and
+    # state stay; the others step exactly as an optimizer without it.
+    params, grads = model_and_grads(dtype)
+    others = [torch.nn.Parameter(params[i].detach().clone()) for i in (0, 2)]
+    optimizer = tessel.torch.Shampoo(params, **ROUND_TRIP_OPTIONS)
+    reference = tessel.torch.Shampoo(others, **ROUND_TRIP_OPTIONS)
+    for t, step_grads in enumerate(grads):
+        for p, g in zip(params, step_grads):
+            p.grad = g.clone()
+        if t in (1, 2):
+            params[1].grad = None
+        before = params[1].detach().clone()
+        state = flat_entries(optimizer.state_dict()["state"], 1)
+        optimizer.step()
+        if t in (1, 2):
+            assert torch.equal(params[1], before)
+            after = flat_entries(optimizer.state_dict()["state"], 1)
+            assert state.keys() == after.keys() and len(state) > 0
+            assert all(torch.equal(state[k], after[k]) for k in state)
+        else:
+            assert not torch.equal(params[1], before)
+        for p, i in zip(others, (0, 2)):
+            p.grad = step_grads[i].clone()
+        reference.step()
+    assert torch.equal(params[0], others[0]) and torch.equal(params[2], others[1])
+    assert optimizer.state_dict()["state"][1]["step"].item() == 5
 
 
 # ---- errors ----
@@ -316,17 +373,23 @@ def test_cuda_parameters_are_refused_not_copied():
         shampoo(torch.nn.Parameter(torch.zeros(3, device="cuda")))
 
 
-def test_a_missing_gradient_names_the_parameter():
+def test_iterate_averaging_needs_every_gradient_on_the_first_step():
     params, grads = model_and_grads()
-    optimizer = tessel.torch.Shampoo(params)
+    optimizer = tessel.torch.Shampoo(params, iterate_averaging="generalized_primal")
     params[0].grad = grads[0][0]
     params[2].grad = grads[0][2]
     before = [p.detach().clone() for p in params]
-    with pytest.raises(ValueError, match=r"parameter 1 \(shape \(4,\)\) has no gradient but "
-                                         r"others have; tessel's Shampoo steps every parameter "
-                                         r"together"):
+    with pytest.raises(ValueError, match=r"with iterate averaging the first step needs the "
+                                         r"gradient of every parameter \(it starts each block's "
+                                         r"sequence z at the parameter's values\), but parameter "
+                                         r"1 has none\."):
         optimizer.step()
     assert all(torch.equal(a, b) for a, b in zip(before, params))
+    params[1].grad = grads[0][1]
+    optimizer.step()
+    params[1].grad = None
+    optimizer.step()  # later steps may skip
+    assert optimizer.state_dict()["state"][0]["step"].item() == 2
 
 
 def test_gradients_tessel_refuses():

@@ -2,6 +2,7 @@
 """Cross-check `tessel shampoo run` against Meta's Distributed Shampoo, step for step.
 
   shampoo_crosscheck.py --tessel build/default/bin/tessel --optimizers PATH [--case NAME ...]
+                        [--skipping]
 
 PATH is a local checkout of facebookresearch/optimizers (its root goes on sys.path; nothing of it
 is copied here). Needs PyTorch and NumPy. For every case the script writes the parameters and
@@ -252,6 +253,22 @@ def cases():
         ("sign_descent", [(6, 4), (5,)], 3, ["--preconditioner", "sign-descent"],
          lambda m: meta_defaults(m, preconditioner_config=m.SignDescentPreconditionerConfig()),
          1.0),
+        # SGD grafting. Without bias correction and with beta3 = beta1, Distributed Shampoo's
+        # filtered gradient is its state list itself, and SGD's grafting direction is that list
+        # too, so on the grafting-only steps before start_preconditioning_step its in-place
+        # scaling by -lr reaches the filtered-gradient state (docs/shampoo.md, "Cross-check"):
+        # the cases keep bias correction on (float32 on Meta's side: 1e-6) when they warm up.
+        ("sgd_grafting", [(5, 3), (4,)], 4,
+         ["--grafting", "sgd", "--momentum", "0.5", "--weight-decay", "0.01"],
+         lambda m: meta_defaults(m, grafting_config=m.SGDPreconditionerConfig(), weight_decay=0.01,
+                                 iterate_averaging_config=m.ClassicMomentumConfig(momentum=0.5)),
+         1.0),
+        ("sgd_grafting_warm_up", [(5, 3), (4,)], 5,
+         ["--grafting", "sgd", "--precondition-frequency", "2", "--max-preconditioner-dim", "4",
+          "--use-bias-correction", "true"],
+         lambda m: meta_defaults(m, grafting_config=m.SGDPreconditionerConfig(),
+                                 precondition_frequency=2, max_preconditioner_dim=4,
+                                 use_bias_correction=True), 1.0),
     ]
 
 
@@ -329,15 +346,72 @@ def run_case(tessel, m, case, rng, workdir):
     return diff <= tolerance
 
 
+def check_skipping(m):
+    """Parameters whose grad is None at some steps, through tessel.torch.Shampoo (the Python
+    module; the CLI has no way to leave a gradient out) against DistributedShampoo."""
+    import torch
+    import tessel.torch
+
+    shapes = [(5, 3), (4,), (2, 3, 2), (6, 4)]
+    rng = np.random.default_rng(7)
+    start = [rng.standard_normal(s) for s in shapes]
+    steps = 8
+    grads = [[rng.standard_normal(s) * 0.5 for s in shapes] for _ in range(steps)]
+    missing = {1: [1], 2: [1, 3], 3: [0, 1, 2, 3], 5: [3]}  # step -> parameters without a grad
+
+    def run(make):
+        ws = [torch.nn.Parameter(torch.tensor(w.copy())) for w in start]
+        opt = make(ws)
+        for t in range(steps):
+            for i, w in enumerate(ws):
+                w.grad = None if i in missing.get(t, []) else torch.tensor(grads[t][i].copy())
+            opt.step()
+        return [w.detach().numpy() for w in ws]
+
+    ok = True
+    # (name, grafting, momentum, weight decay, epsilon, bias correction, tolerance): without
+    # grafting the steps are large (parameters move by 2.4) and carry the roots' rounding; Meta's
+    # float32 bias corrections bound the last case (module docstring).
+    for name, grafting, momentum, wd, eps, bc, tolerance in [
+            ("skipping_adagrad_momentum", "adagrad", 0.9, 1e-3, 1e-12, False, 1e-8),
+            ("skipping_no_grafting", "none", 0.0, 0.0, 1e-6, False, 1e-7),
+            ("skipping_sgd_bias_corrected", "sgd", 0.5, 1e-2, 1e-12, True, 1e-6)]:
+        common = dict(lr=0.05, betas=(0.9, 0.99), epsilon=eps, weight_decay=wd,
+                      max_preconditioner_dim=4, precondition_frequency=2,
+                      start_preconditioning_step=2, use_bias_correction=bc)
+        meta_grafting = {"adagrad": m.AdaGradPreconditionerConfig(epsilon=1e-10),
+                         "sgd": m.SGDPreconditionerConfig(), "none": None}[grafting]
+        meta_momentum = (dict(iterate_averaging_config=m.ClassicMomentumConfig(momentum=momentum))
+                         if momentum else {})
+        theirs = run(lambda ws: m.DistributedShampoo(
+            ws, **common, **meta_momentum, grafting_config=meta_grafting,
+            preconditioner_config=m.RootInvShampooPreconditionerConfig(
+                factor_matrix_dtype=torch.float64, inv_factor_matrix_dtype=torch.float64)))
+        ours = run(lambda ws: tessel.torch.Shampoo(
+            ws, **common, momentum=momentum, grafting=grafting, grafting_epsilon=1e-10,
+            factor_matrix_dtype=torch.float64))
+        largest = max(float(np.abs(a).max()) for a in theirs)
+        diff = max(float(np.abs(a - b).max()) for a, b in zip(ours, theirs)) / largest
+        moved = max(float(np.abs(a - w).max()) for a, w in zip(theirs, start))
+        print(f"{name:34s} rel. difference {diff:.2e} (parameters moved by up to {moved:.2e})")
+        ok = diff <= tolerance and ok
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tessel", required=True)
     ap.add_argument("--optimizers", required=True, help="checkout of facebookresearch/optimizers")
     ap.add_argument("--case", action="append", help="run only these cases")
+    ap.add_argument("--skipping", action="store_true",
+                    help="also compare steps with parameters whose grad is None (needs tessel's "
+                         "Python module importable: pip install . or tools/python-test's venv)")
     args = ap.parse_args()
     m = meta_module(args.optimizers)
     rng = np.random.default_rng(0)
     ok = True
+    if args.skipping:
+        ok = check_skipping(m)
     with tempfile.TemporaryDirectory() as workdir:
         for case in cases():
             if args.case and case[0] not in args.case:
