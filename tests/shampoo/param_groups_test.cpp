@@ -333,8 +333,7 @@ TEST(SkippedParameters, AreRefusedWhereAStepCannotSkip) {
             "compute_updates needs the gradient of every parameter, but parameter 1 has none; "
             "only step() skips the blocks of a parameter without a gradient.");
   EXPECT_EQ(error_of([&] {
-              opt.compute_updates({w[0].data(), w[1].data()}, {nullptr, g0.data()},
-                                  updates.data());
+              opt.compute_updates({w[0].data(), w[1].data()}, {nullptr, g0.data()}, updates.data());
             }),
             "compute_updates needs the gradient of every parameter, but parameter 0 has none; "
             "only step() skips the blocks of a parameter without a gradient.");
@@ -344,7 +343,9 @@ TEST(SkippedParameters, AreRefusedWhereAStepCannotSkip) {
   o.averaging.type = AveragingType::generalized_primal;
   Shampoo<float> averaged(plan_of(s), o);
   auto const w0 = w;
-  EXPECT_EQ(error_of([&] { averaged.step({w[0].data(), w[1].data()}, {g0.data(), nullptr}); }),
+  EXPECT_EQ(error_of([&] {
+              averaged.step({w[0].data(), w[1].data()}, {g0.data(), nullptr});
+            }),
             "with iterate averaging the first step needs the gradient of every parameter (it "
             "starts each block's sequence z at the parameter's values), but parameter 1 has "
             "none.");

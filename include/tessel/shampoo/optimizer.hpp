@@ -451,11 +451,11 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
   // them on a zero gradient and then puts back their state and values (copied through the host:
   // the cost is the skipped blocks' state, paid only on steps that skip).
   struct Skipped {
-    std::vector<std::size_t> params;           // the parameters without a gradient
-    std::vector<std::vector<T>> values;        // their values
+    std::vector<std::size_t> params;            // the parameters without a gradient
+    std::vector<std::vector<T>> values;         // their values
     std::vector<std::vector<std::byte>> state;  // their blocks' slots, for_each_state_buffer order
-    std::vector<double> bounds;                // their slots' factor bounds, mode by mode
-    std::vector<index_t> failures;             // their slots' failed root computations in a row
+    std::vector<double> bounds;                 // their slots' factor bounds, mode by mode
+    std::vector<index_t> failures;              // their slots' failed root computations in a row
   };
 
   // Points each missing gradient (null) of `grads` at zeros and saves what its blocks hold; an
@@ -1584,8 +1584,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     for (auto const& m : g.modes)
       for_each_skipped_slot(
           gi, [&](index_t slot) { out.bounds.push_back(m.bound[static_cast<std::size_t>(slot)]); });
-    for_each_skipped_slot(
-        gi, [&](index_t slot) { out.failures.push_back(g.failures[static_cast<std::size_t>(slot)]); });
+    for_each_skipped_slot(gi, [&](index_t slot) {
+      out.failures.push_back(g.failures[static_cast<std::size_t>(slot)]);
+    });
   }
   B::wait(executor_);
   return out;
