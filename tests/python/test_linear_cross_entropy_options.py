@@ -121,13 +121,15 @@ def problem(case, dtype=torch.float64, *, rows=ROWS):
 
 
 def tolerances(dtype):
-    """Loss and gradients: float64 tight; float32's tolerance for float32; 16-bit results are
-    rounded once or twice to the storage type (computed in float32)."""
+    """Loss and gradients: float64's tolerance for float64, float32's for float32; 16-bit results
+    are computed in float32 and rounded once or twice to the storage type (the forward rounds,
+    the backward multiplies by the upstream gradient): rtol 2u on top of float32's, as in
+    test_linear_cross_entropy_16bit.py."""
     if dtype == torch.float64:
         return TOLERANCE[np.float64]
     unit = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}.get(dtype, 0.0)
     base = TOLERANCE[np.float32]
-    return dict(rtol=2 * unit + base["rtol"], atol=4 * unit * 1e-2 + base["atol"])
+    return dict(rtol=2 * unit + base["rtol"], atol=base["atol"])
 
 
 def reference_with_gradients(x, weight, target, wide, reduction, upstream=None):
