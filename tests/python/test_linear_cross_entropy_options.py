@@ -218,8 +218,8 @@ def test_one_hot_soft_target_on_the_hard_target_is_the_hard_loss():
 
 
 def test_options_change_the_loss():
-    """Each option does something (a reference that ignored it would still fail the tests
-    above, but a binding that dropped it would pass a comparison of equals)."""
+    """Each option moves the loss on this problem, so that the comparisons above cannot pass
+    with an option the binding silently dropped."""
     x, weight, target, _, _ = problem("everything")
     indices, probs = soft_targets()
     base = tessel.linear_cross_entropy(x, weight, target, reduction="none")
