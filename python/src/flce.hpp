@@ -20,14 +20,17 @@ struct FlceExtras {
 };
 
 // One call of tessel.linear_cross_entropy as the binding received it: the arrays (bias,
-// class_weights and grad_output_rows may be invalid: not given), the options, and which gradients
+// class_weights, grad_output_rows and the soft targets may be invalid: not given), the options,
+// and which gradients
 // to compute (each one left out is work and memory saved: a frozen LM head needs no
 // (vocab, hidden) grad_weight; none is an evaluation pass).
 struct FlceCall {
   InArray input, weight, target, bias, class_weights, grad_output_rows;
+  InArray soft_target_indices, soft_target_probs;
   tessel::flce::Reduction reduction = tessel::flce::Reduction::mean;
-  std::int64_t ignore_index = -100;
-  double label_smoothing = 0.0, lse_square_scale = 0.0, softcap = 0.0, temperature = 1.0;
+  std::int64_t ignore_index = -100, shift_sequence_length = 0;
+  double label_smoothing = 0.0, lse_square_scale = 0.0, softcap = 0.0, temperature = 1.0,
+         entropy_bonus = 0.0, soft_target_weight = 1.0;
   bool grad_input = false, grad_weight = false, grad_bias = false;
   FlceExtras extras;
 };
@@ -37,7 +40,8 @@ struct FlceCall {
 // the name of each extra asked for (FlceExtras) to its array. The loss, grad_weight, grad_bias and
 // the floating extras are in accum_t<T> (float for 16-bit storage), argmax in int64, grad_input in
 // T: float16 for half, and for bfloat16, which NumPy lacks, uint16 holding its bits (tessel.torch
-// views them as torch.bfloat16). grad_output_rows must be accum_t<T>.
+// views them as torch.bfloat16). grad_output_rows and soft_target_probs must be accum_t<T>,
+// soft_target_indices i64.
 // @pre call.input is a host array of rank 2 and dtype T; call.target one of rank 1 and dtype i64
 //      or i32
 template <class T>

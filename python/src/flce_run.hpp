@@ -76,7 +76,10 @@ nb::tuple run(FlceCall const& call) {
                                    .label_smoothing = call.label_smoothing,
                                    .lse_square_scale = call.lse_square_scale,
                                    .softcap = call.softcap,
-                                   .temperature = call.temperature};
+                                   .temperature = call.temperature,
+                                   .entropy_bonus = call.entropy_bonus,
+                                   .soft_target_weight = call.soft_target_weight,
+                                   .shift_sequence_length = call.shift_sequence_length};
   check_array(call.weight, "weight", 2, "(vocab, hidden)", dtype, "input's");
   if (call.bias.is_valid()) {
     check_array(call.bias, "bias", 1, "(vocab)", dtype, "input's");
@@ -90,6 +93,17 @@ nb::tuple run(FlceCall const& call) {
     check_array(call.grad_output_rows, "grad_output_rows", 1, "(rows)", tessel::dtype_of_v<C>,
                 "the computation's");
     options.grad_output_rows = vector_view<C>(call.grad_output_rows);
+  }
+  // Either alone is tessel's to refuse ("go together"); their shapes and values too.
+  if (call.soft_target_indices.is_valid()) {
+    check_array(call.soft_target_indices, "soft_target_indices", 2, "(rows, K)", DType::i64,
+                "the class indices'");
+    options.soft_target_indices = matrix_view<index_t>(call.soft_target_indices);
+  }
+  if (call.soft_target_probs.is_valid()) {
+    check_array(call.soft_target_probs, "soft_target_probs", 2, "(rows, K)", tessel::dtype_of_v<C>,
+                "the computation's");
+    options.soft_target_probs = matrix_view<C>(call.soft_target_probs);
   }
 
   std::size_t const rows = call.input.shape(0), hidden = call.input.shape(1),

@@ -60,9 +60,11 @@ nb::tuple linear_cross_entropy(InArray const& input, InArray const& weight, InAr
                                InArray const& bias, std::string_view reduction,
                                std::int64_t ignore_index, double label_smoothing,
                                double lse_square_scale, double softcap, double temperature,
+                               double entropy_bonus, std::int64_t shift_sequence_length,
                                InArray const& class_weights, InArray const& grad_output_rows,
-                               bool grad_input, bool grad_weight, bool grad_bias,
-                               std::vector<std::string> const& extras) {
+                               InArray const& soft_target_indices, InArray const& soft_target_probs,
+                               double soft_target_weight, bool grad_input, bool grad_weight,
+                               bool grad_bias, std::vector<std::string> const& extras) {
   check_host(input, "input");
   check_rank(input, "input", 2, "(rows, hidden)");
   check_host(target, "target");
@@ -77,12 +79,17 @@ nb::tuple linear_cross_entropy(InArray const& input, InArray const& weight, InAr
                       .bias = bias,
                       .class_weights = class_weights,
                       .grad_output_rows = grad_output_rows,
+                      .soft_target_indices = soft_target_indices,
+                      .soft_target_probs = soft_target_probs,
                       .reduction = tessel::flce::parse_reduction(reduction),
                       .ignore_index = ignore_index,
+                      .shift_sequence_length = shift_sequence_length,
                       .label_smoothing = label_smoothing,
                       .lse_square_scale = lse_square_scale,
                       .softcap = softcap,
                       .temperature = temperature,
+                      .entropy_bonus = entropy_bonus,
+                      .soft_target_weight = soft_target_weight,
                       .grad_input = grad_input,
                       .grad_weight = grad_weight,
                       .grad_bias = grad_bias,
@@ -125,9 +132,11 @@ NB_MODULE(_tessel, m) {
   m.def("linear_cross_entropy", &linear_cross_entropy, nb::arg("input"), nb::arg("weight"),
         nb::arg("target"), nb::arg("bias").none(), nb::kw_only(), nb::arg("reduction"),
         nb::arg("ignore_index"), nb::arg("label_smoothing"), nb::arg("lse_square_scale"),
-        nb::arg("softcap"), nb::arg("temperature"), nb::arg("class_weights").none(),
-        nb::arg("grad_output_rows").none(), nb::arg("grad_input"), nb::arg("grad_weight"),
-        nb::arg("grad_bias"), nb::arg("extras"),
+        nb::arg("softcap"), nb::arg("temperature"), nb::arg("entropy_bonus"),
+        nb::arg("shift_sequence_length"), nb::arg("class_weights").none(),
+        nb::arg("grad_output_rows").none(), nb::arg("soft_target_indices").none(),
+        nb::arg("soft_target_probs").none(), nb::arg("soft_target_weight"), nb::arg("grad_input"),
+        nb::arg("grad_weight"), nb::arg("grad_bias"), nb::arg("extras"),
         "(loss, grad_input, grad_weight, grad_bias, {extra name: array}) of flce::forward; see "
         "tessel.linear_cross_entropy.");
   m.def("flce_host_plan", &flce_host_plan, nb::arg("bt"), nb::arg("hidden"), nb::arg("vocab"),

@@ -67,7 +67,9 @@ class LinearCrossEntropyOutput(NamedTuple):
 
 def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", ignore_index=-100,
                          label_smoothing=0.0, lse_square_scale=0.0, softcap=None,
-                         class_weights=None, temperature=1.0, return_extras=None):
+                         class_weights=None, temperature=1.0, entropy_bonus=0.0,
+                         shift_sequence_length=0, soft_target_indices=None,
+                         soft_target_probs=None, soft_target_weight=1.0, return_extras=None):
     """``cross_entropy(x @ weight.T + bias, target)`` without the logits, with its gradients.
 
     Names and defaults are PyTorch's ``F.cross_entropy`` (``class_weights`` is its ``weight``)
@@ -78,6 +80,21 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
 
     PyTorch tensors give a loss tensor with autograd (tessel.torch.linear_cross_entropy); anything
     else (NumPy arrays, DLPack objects) gives a LinearCrossEntropyResult.
+
+    ``entropy_bonus`` (PPO's entropy coefficient beta): each non-ignored row's loss gets
+    ``-beta * H``, H its softmax's entropy (after temperature and softcap), reduced like the
+    cross-entropy (mean: over the sum of the non-ignored targets' class weights).
+    ``shift_sequence_length`` S > 0: the causal-LM label shift within sequences of S rows (rows
+    divisible by S): row ``i`` is scored against ``target[i + 1]`` and each sequence's last row is
+    ignored (``labels[..., 1:]`` without the copy); 0: none.
+    ``soft_target_indices`` ``(rows, K)`` int64 classes and ``soft_target_probs`` ``(rows, K)``
+    probabilities (float64 for float64 inputs, float32 for the others), given together: a
+    teacher's top-k. Each non-ignored row's loss is ``(1 - soft_target_weight)`` times its
+    cross-entropy with ``target`` plus ``soft_target_weight`` times PyTorch's cross-entropy with
+    the probability target they describe (label smoothing and class weights included); mean
+    divides the soft part by the non-ignored rows. Rows ignored by ``target`` stay ignored, and
+    the shift moves ``target`` only. ``soft_target_weight`` lies in [0, 1]; setting it without
+    soft targets is an error. No gradient flows to the soft targets.
 
     ``return_extras``: names from ``EXTRAS`` ("z_loss", "lse", "target_logprob", "entropy",
     "argmax", "accuracy"; one name alone may be a string). When given (even empty), the call
@@ -92,13 +109,17 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
         return tessel_torch.linear_cross_entropy(
             x, weight, target, bias, reduction=reduction, ignore_index=ignore_index,
             label_smoothing=label_smoothing, lse_square_scale=lse_square_scale, softcap=softcap,
-            class_weights=class_weights, temperature=temperature, return_extras=return_extras)
+            class_weights=class_weights, temperature=temperature, entropy_bonus=entropy_bonus,
+            shift_sequence_length=shift_sequence_length, soft_target_indices=soft_target_indices,
+            soft_target_probs=soft_target_probs, soft_target_weight=soft_target_weight,
+            return_extras=return_extras)
     names = _extra_names(return_extras)
     loss, grad_input, grad_weight, grad_bias, extras = _tessel.linear_cross_entropy(
         x, weight, target, bias, class_weights=class_weights, grad_output_rows=None,
+        soft_target_indices=soft_target_indices, soft_target_probs=soft_target_probs,
         grad_input=True, grad_weight=True, grad_bias=True, extras=names or [],
         **_options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap,
-                   temperature))
+                   temperature, entropy_bonus, shift_sequence_length, soft_target_weight))
     # 16-bit storage: tessel computes the loss, grad_weight and grad_bias in float32 and writes
     # grad_input in the storage type.
     if grad_input.dtype == np.float16:
@@ -138,11 +159,20 @@ def multi_dim_split(shape, split_size):
             for o, s in _tessel.multi_dim_split(tuple(shape), plan._dim(split_size))]
 
 
-def _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap, temperature):
+def _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap, temperature,
+             entropy_bonus, shift_sequence_length, soft_target_weight):
+    """The binding's scalar options; tessel validates their values."""
+    # A float length would be a TypeError from the binding; a sentence as for every bad option.
+    if isinstance(shift_sequence_length, bool) or not isinstance(shift_sequence_length,
+                                                                 (int, np.integer)):
+        raise ValueError(f"shift_sequence_length must be an integer (0: no shift), got "
+                         f"{shift_sequence_length!r}.")
     # softcap=None is Liger-Kernel's "off", tessel's 0.
     return dict(reduction=reduction, ignore_index=ignore_index, label_smoothing=label_smoothing,
                 lse_square_scale=lse_square_scale, softcap=0.0 if softcap is None else softcap,
-                temperature=temperature)
+                temperature=temperature, entropy_bonus=entropy_bonus,
+                shift_sequence_length=int(shift_sequence_length),
+                soft_target_weight=soft_target_weight)
 
 
 def _extra_names(return_extras):

@@ -38,7 +38,8 @@ _NO_GRADIENTS = dict(grad_input=False, grad_weight=False, grad_bias=False)
 
 
 def _wanted(ctx):
-    # apply's arguments: x, weight, target, bias, class_weights, options, extras.
+    # apply's arguments: x, weight, target, bias, class_weights, soft_target_indices,
+    # soft_target_probs, options, extras.
     needs = ctx.needs_input_grad
     return dict(grad_input=needs[0], grad_weight=needs[1], grad_bias=needs[3])
 
@@ -54,17 +55,21 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
     tessel.EXTRAS) also those extras, in EXTRAS' order, as outputs without a gradient."""
 
     @staticmethod
-    def forward(ctx, x, weight, target, bias, class_weights, options, extras=None):
+    def forward(ctx, x, weight, target, bias, class_weights, soft_target_indices, soft_target_probs,
+                options, extras=None):
         per_row = options["reduction"] == "none"
         # Only what requires grad (a frozen head needs no grad_weight); none yet for reduction
         # none, whose backward computes them.
         wanted = _wanted(ctx) if not per_row else _NO_GRADIENTS
         loss, grad_input, grad_weight, grad_bias, computed = _tessel.linear_cross_entropy(
             _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
-            grad_output_rows=None, extras=extras or [], **wanted, **options)
+            grad_output_rows=None, soft_target_indices=soft_target_indices,
+            soft_target_probs=soft_target_probs, extras=extras or [], **wanted, **options)
         ctx.options = options
         if per_row:
             ctx.save_for_backward(x, weight, target, bias, class_weights)
+            # Constants of the loss (detached tensors or other arrays): kept as they are.
+            ctx.soft_targets = (soft_target_indices, soft_target_probs)
         else:
             ctx.gradients = tuple(_tensor(g, x.dtype) for g in (grad_input, grad_weight, grad_bias))
         if extras is None:
@@ -78,23 +83,26 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
         # The extras' incoming gradients (*_) are dropped: they are not differentiable.
         if ctx.options["reduction"] == "none":
             x, weight, target, bias, class_weights = ctx.saved_tensors
+            soft_indices, soft_probs = ctx.soft_targets
             # tessel takes the per-row gradients in the type it computes in.
             compute = torch.float64 if x.dtype == torch.float64 else torch.float32
             _, grad_input, grad_weight, grad_bias, _ = _tessel.linear_cross_entropy(
                 _array(x), _array(weight), target, _array(bias),
                 class_weights=_array(class_weights),
-                grad_output_rows=grad_loss.detach().to(compute), extras=[], **_wanted(ctx),
-                **ctx.options)
+                grad_output_rows=grad_loss.detach().to(compute), soft_target_indices=soft_indices,
+                soft_target_probs=soft_probs, extras=[], **_wanted(ctx), **ctx.options)
             gradients = tuple(_tensor(g, x.dtype) for g in (grad_input, grad_weight, grad_bias))
         else:
             gradients = tuple(None if g is None else g * grad_loss for g in ctx.gradients)
         grad_input, grad_weight, grad_bias = gradients
-        return grad_input, grad_weight, None, grad_bias, None, None, None
+        return grad_input, grad_weight, None, grad_bias, None, None, None, None, None
 
 
 def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", ignore_index=-100,
                          label_smoothing=0.0, lse_square_scale=0.0, softcap=None,
-                         class_weights=None, temperature=1.0, return_extras=None):
+                         class_weights=None, temperature=1.0, entropy_bonus=0.0,
+                         shift_sequence_length=0, soft_target_indices=None,
+                         soft_target_probs=None, soft_target_weight=1.0, return_extras=None):
     """``F.cross_entropy(x @ weight.T + bias, target, ...)`` computed by tessel, differentiable in
     ``x``, ``weight`` and ``bias``; see tessel.linear_cross_entropy for the arguments.
 
@@ -102,21 +110,33 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
     as above and the extras asked for as detached tensors (None for the others; its gradient
     fields are None). For a differentiable target log-probability use ``-loss`` with
     ``reduction="none"`` (without smoothing, z-loss or class weights it is exactly
-    ``-target_logprob``)."""
+    ``-target_logprob``).
+
+    The soft targets get no gradient (a teacher's output is a constant of the student's loss):
+    ``soft_target_probs`` that requires grad is refused rather than silently given none."""
     options = _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap,
-                       temperature)
+                       temperature, entropy_bonus, shift_sequence_length, soft_target_weight)
+    if (torch.is_grad_enabled() and isinstance(soft_target_probs, torch.Tensor)
+            and soft_target_probs.requires_grad):
+        raise ValueError("soft_target_probs requires grad, but tessel computes no gradient for "
+                         "the soft targets; pass soft_target_probs.detach().")
+    soft_target_indices, soft_target_probs = (
+        a.detach() if isinstance(a, torch.Tensor) else a
+        for a in (soft_target_indices, soft_target_probs))
     names = _extra_names(return_extras)
     if not torch.is_grad_enabled():
         # An evaluation pass (torch.no_grad()): the loss (and extras) alone, no gradient work.
         loss, _, _, _, computed = _tessel.linear_cross_entropy(
             _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
-            grad_output_rows=None, extras=names or [], **_NO_GRADIENTS, **options)
+            grad_output_rows=None, soft_target_indices=soft_target_indices,
+            soft_target_probs=soft_target_probs, extras=names or [], **_NO_GRADIENTS, **options)
         loss = _tensor(loss, x.dtype)
         if names is None:
             return loss
         results = (loss,) + _extra_tensors(computed)
     else:
-        results = LinearCrossEntropyFunction.apply(x, weight, target, bias, class_weights, options,
+        results = LinearCrossEntropyFunction.apply(x, weight, target, bias, class_weights,
+                                                   soft_target_indices, soft_target_probs, options,
                                                    names)
         if names is None:
             return results
