@@ -381,7 +381,7 @@ TEST(ShampooStep, IterateAveragingEvalTrainAndState) {
     EXPECT_NEAR(w[i], y[i] + (1.0 - 1.0 / 0.8) * (z[i] - y[i]), 1e-14);
   EXPECT_EQ(error_of([&] { opt.step({std::span<double>(w)}, {std::span<double const>(g[0])}); }),
             "step() in eval mode: with iterate averaging the parameters hold the averaged sequence "
-            "between eval() and train(); call train(params) first.");
+            "between eval() and train(); call train() first.");
   opt.train({std::span<double>(w)});
   for (std::size_t i = 0; i < 12; ++i) EXPECT_NEAR(w[i], y[i], 1e-14);
   // Resumed from step 2, steps 3 and 4 give the same parameters bit for bit.

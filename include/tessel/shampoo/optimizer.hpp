@@ -391,7 +391,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     if (!training_)  // every step path passes here first
       tessel::detail::throw_error(
           "step() in eval mode: with iterate averaging the parameters hold the averaged sequence "
-          "between eval() and train(); call train(params) first.");
+          "between eval() and train(); call train() first.");
     if (params != plan_.num_params())
       tessel::detail::throw_error(tessel::detail::sentence(
           "step got ", params, " parameters but the plan has ", plan_.num_params(), "."));
