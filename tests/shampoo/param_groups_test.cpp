@@ -54,15 +54,10 @@ std::vector<ParamGroup> model_groups() {
   return {matrices, rest};
 }
 
-TEST(ParamGroups, EqualOneShampooPerGroupAndKeyTheStateByTheCallersIndices) {
-  std::vector<std::vector<float>> w, g;
-  for (std::size_t p = 0; p < shapes.size(); ++p)
-    w.push_back(random_values(numel(shapes[p]), 1 + p));
-  GroupedShampoo<float> grouped(shapes, model_groups());
-  // The reference: one optimizer per group, stepped on its own parameters.
-  auto groups = model_groups();
+// The reference of a GroupedShampoo: one Shampoo per group over that group's parameters.
+std::vector<std::unique_ptr<Shampoo<float>>> one_optimizer_per_group(
+    std::vector<ParamGroup> const& groups) {
   std::vector<std::unique_ptr<Shampoo<float>>> alone;
-  auto w_alone = w;
   for (auto const& pg : groups) {
     std::vector<std::vector<index_t>> s;
     for (index_t p : pg.params) s.push_back(shapes[static_cast<std::size_t>(p)]);
@@ -72,21 +67,39 @@ TEST(ParamGroups, EqualOneShampooPerGroupAndKeyTheStateByTheCallersIndices) {
                   s),
         pg.options));
   }
+  return alone;
+}
+
+// One step of each of them on its own parameters (w, g: all parameters, in the shapes' order).
+void step_each_group(std::vector<std::unique_ptr<Shampoo<float>>> const& alone,
+                     std::vector<ParamGroup> const& groups, std::vector<std::vector<float>>& w,
+                     std::vector<std::span<float const>> const& g) {
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    std::vector<std::span<float>> ps;
+    std::vector<std::span<float const>> gs;
+    for (index_t p : groups[gi].params) {
+      ps.emplace_back(w[static_cast<std::size_t>(p)]);
+      gs.push_back(g[static_cast<std::size_t>(p)]);
+    }
+    alone[gi]->step(ps, gs);
+  }
+}
+
+TEST(ParamGroups, EqualOneShampooPerGroupAndKeyTheStateByTheCallersIndices) {
+  std::vector<std::vector<float>> w, g;
+  for (std::size_t p = 0; p < shapes.size(); ++p)
+    w.push_back(random_values(numel(shapes[p]), 1 + p));
+  GroupedShampoo<float> grouped(shapes, model_groups());
+  auto const groups = model_groups();
+  auto const alone = one_optimizer_per_group(groups);
+  auto w_alone = w;
   for (unsigned t = 0; t < 3; ++t) {
     g.clear();
     for (std::size_t p = 0; p < shapes.size(); ++p)
       g.push_back(random_values(numel(shapes[p]), 100 * t + p, 0.1f));
-    grouped.step(std::vector<std::span<float>>(w.begin(), w.end()),
-                 std::vector<std::span<float const>>(g.begin(), g.end()));
-    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
-      std::vector<std::span<float>> ps;
-      std::vector<std::span<float const>> gs;
-      for (index_t p : groups[gi].params) {
-        ps.emplace_back(w_alone[static_cast<std::size_t>(p)]);
-        gs.emplace_back(g[static_cast<std::size_t>(p)]);
-      }
-      alone[gi]->step(ps, gs);
-    }
+    std::vector<std::span<float const>> const gs(g.begin(), g.end());
+    grouped.step(std::vector<std::span<float>>(w.begin(), w.end()), gs);
+    step_each_group(alone, groups, w_alone, gs);
   }
   EXPECT_EQ(w, w_alone);
   EXPECT_EQ(grouped.step_count(), 3);
@@ -363,17 +376,8 @@ TEST(SkippedParameters, GroupedShampooSkipsThemInEveryGroup) {
   // Parameter 1 (group 1) and parameter 2 (group 0) miss step 2: the grouped optimizer equals
   // one Shampoo per group that skips the same parameters.
   GroupedShampoo<float> grouped(shapes, model_groups());
-  auto groups = model_groups();
-  std::vector<std::unique_ptr<Shampoo<float>>> alone;
-  for (auto const& pg : groups) {
-    std::vector<std::vector<index_t>> s;
-    for (index_t p : pg.params) s.push_back(shapes[static_cast<std::size_t>(p)]);
-    alone.push_back(std::make_unique<Shampoo<float>>(
-        make_plan(PlanOptions<index_t, index_t>{pg.max_preconditioner_dim,
-                                                pg.target_parameter_dimensionality, 1},
-                  s),
-        pg.options));
-  }
+  auto const groups = model_groups();
+  auto const alone = one_optimizer_per_group(groups);
   std::vector<std::vector<float>> w;
   for (std::size_t p = 0; p < shapes.size(); ++p)
     w.push_back(random_values(numel(shapes[p]), 21 + p));
@@ -390,15 +394,7 @@ TEST(SkippedParameters, GroupedShampooSkipsThemInEveryGroup) {
       EXPECT_EQ(w[1], w_before[1]);
       EXPECT_EQ(w[2], w_before[2]);
     }
-    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
-      std::vector<std::span<float>> ps;
-      std::vector<std::span<float const>> gg;
-      for (index_t p : groups[gi].params) {
-        ps.emplace_back(w_alone[static_cast<std::size_t>(p)]);
-        gg.push_back(gs[static_cast<std::size_t>(p)]);
-      }
-      alone[gi]->step(ps, gg);
-    }
+    step_each_group(alone, groups, w_alone, gs);
   }
   EXPECT_EQ(w, w_alone);
   EXPECT_EQ(grouped.step_count(), 3);
