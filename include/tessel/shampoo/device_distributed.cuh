@@ -28,3 +28,10 @@ class DeviceDistributedShampoo : public DistributedShampoo<float, exec::Cuda> {
 };
 
 }  // namespace tessel::shampoo
+
+// Compiled once in tessel_shampoo_cuda_prebuilt (device_shampoo.cuh says which programs link it).
+#if defined(TESSEL_SHAMPOO_CUDA_PREBUILT)
+namespace tessel::shampoo {
+extern template class DistributedShampoo<float, exec::Cuda>;
+}  // namespace tessel::shampoo
+#endif

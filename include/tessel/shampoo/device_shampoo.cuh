@@ -25,3 +25,13 @@ namespace tessel::shampoo {
 using DeviceShampoo = Shampoo<float, RuntimePlan, exec::Cuda>;
 
 }  // namespace tessel::shampoo
+
+// Compiled once in the project's tessel_shampoo_cuda_prebuilt library
+// (src/shampoo_cuda_prebuilt.cu), which its CUDA and NCCL tests link; other programs compile the
+// step where they use it.
+#if defined(TESSEL_SHAMPOO_CUDA_PREBUILT)
+namespace tessel::shampoo {
+extern template class ShampooBase<float, exec::Cuda>;
+extern template class Shampoo<float, RuntimePlan, exec::Cuda>;
+}  // namespace tessel::shampoo
+#endif
