@@ -72,29 +72,47 @@ std::string dtype_text(Array const& a) {
   return sentence("DLPack type code ", int(a.dtype().code), " of ", int(a.dtype().bits), " bits");
 }
 
-// Device arrays are refused rather than copied to the host.
+// Device arrays are refused rather than copied to the host (tessel.torch sends calls whose input
+// is a CUDA tensor to the CUDA binding instead).
 template <class Array>
 void check_host(Array const& a, std::string const& name) {
   if (a.device_type() != nb::device::cpu::value)
     refuse(sentence(name, " lives on a device (DLPack device type ", a.device_type(),
-                    "); tessel's Python module is host-only for now: pass CPU arrays (.cpu()); "
-                    "nothing is copied implicitly."));
+                    ") but this call takes host memory: pass CPU arrays (.cpu()); nothing is "
+                    "copied implicitly."));
 }
 
-inline void check_rank(InArray const& a, char const* name, std::size_t rank, char const* modes) {
+template <class Array>
+void check_rank(Array const& a, char const* name, std::size_t rank, char const* modes) {
   if (a.ndim() != rank)
     refuse(sentence(name, " must have ", rank, rank == 1 ? " dimension " : " dimensions ", modes,
                     ", got ", a.ndim(), "."));
 }
 
 // `dtype_reason` says where the wanted dtype comes from ("input's", "the class indices'").
-inline void check_array(InArray const& a, char const* name, std::size_t rank, char const* modes,
-                        DType dtype, char const* dtype_reason) {
-  check_host(a, name);
+template <class Array>
+void check_rank_and_dtype(Array const& a, char const* name, std::size_t rank, char const* modes,
+                          DType dtype, char const* dtype_reason) {
   check_rank(a, name, rank, modes);
   if (dtype_of(a) != dtype)
     refuse(sentence(name, " has dtype ", dtype_text(a), " but must have ", dtype_reason, " dtype ",
                     tessel::dtype_name(dtype), "."));
+}
+
+inline void check_array(InArray const& a, char const* name, std::size_t rank, char const* modes,
+                        DType dtype, char const* dtype_reason) {
+  check_host(a, name);
+  check_rank_and_dtype(a, name, rank, modes, dtype, dtype_reason);
+}
+
+// Every array of a CUDA call lives on the input's device: nothing is copied between devices.
+template <class Array>
+void check_on_cuda_device(Array const& a, std::string const& name, int device) {
+  if (a.device_type() != nb::device::cuda::value || a.device_id() != device)
+    refuse(sentence(name, " lives on DLPack device type ", a.device_type(), " id ", a.device_id(),
+                    " but the input on CUDA device ", device,
+                    " (type 2); every array of the call must be on the input's device: nothing "
+                    "is copied implicitly."));
 }
 
 }  // namespace tessel_python

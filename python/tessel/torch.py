@@ -1,12 +1,14 @@
-"""tessel for PyTorch CPU tensors: its fused linear cross-entropy as a
-``torch.autograd.Function``, and ``Shampoo``, a ``torch.optim.Optimizer`` whose step is tessel's.
+"""tessel for PyTorch tensors: its fused linear cross-entropy as a ``torch.autograd.Function``
+(CPU tensors, and CUDA tensors on their current stream when the module is built with CUDA), and
+``Shampoo``, a ``torch.optim.Optimizer`` whose step is tessel's (CPU parameters).
 
 The forward calls tessel once and gets the loss and the gradients together (no logits are kept);
 the backward multiplies the saved gradients by the incoming gradient. For ``reduction="none"``
 the incoming gradient differs per row, and rows are already summed into ``grad_weight``, so the
 backward calls tessel again with it as ``grad_output_rows`` (a recompute, as Liger-Kernel and Cut
 Cross-Entropy do) and the forward computes the loss alone. Tensors cross through DLPack without
-copies; the gradients come back as NumPy-owned memory viewed by ``torch.from_numpy``. For
+copies; the gradients come back as NumPy-owned memory viewed by ``torch.from_numpy`` (on CUDA:
+tensors PyTorch allocated on the input's device, which tessel writes on the current stream). For
 float16 and bfloat16 inputs tessel computes in float32; the loss and gradients are rounded once to
 the inputs' dtype, the dtype PyTorch gives them.
 """
@@ -27,11 +29,63 @@ def _array(tensor):
 def _tensor(array, dtype):
     """A result of tessel's as a tensor of the inputs' dtype: bfloat16 bits (uint16, NumPy has no
     bfloat16) viewed, what tessel computes in float32 for 16-bit storage rounded once; no copy
-    otherwise."""
+    otherwise. CUDA results are tensors already."""
     if array is None:
         return None
-    tensor = torch.from_numpy(array)
+    tensor = array if isinstance(array, torch.Tensor) else torch.from_numpy(array)
     return tensor.view(dtype) if tensor.dtype == torch.uint16 else tensor.to(dtype)
+
+
+def _call(x, weight, target, bias, *, extras, grad_input, grad_weight, grad_bias,
+          **arrays_and_options):
+    """The binding for x's device: the host's (NumPy-owned results) or, for CUDA tensors, the CUDA
+    path (results allocated here by PyTorch on x's device, the call queued on its current stream).
+    Returns (loss, grad_input, grad_weight, grad_bias, {extra name: array or tensor})."""
+    wanted = dict(grad_input=grad_input, grad_weight=grad_weight, grad_bias=grad_bias)
+    if not x.is_cuda:
+        return _tessel.linear_cross_entropy(x, weight, target, bias, extras=extras, **wanted,
+                                            **arrays_and_options)
+    if not hasattr(_tessel, "linear_cross_entropy_cuda"):
+        raise ValueError(f"x lives on {x.device} but this tessel module was built without CUDA: "
+                         f"reinstall it with `pip install . -Ccmake.define.TESSEL_PYTHON_CUDA=ON` "
+                         f"(needs nvcc), or pass CPU tensors; nothing is copied implicitly.")
+    outputs = _cuda_outputs(x, weight, bias, extras, arrays_and_options["reduction"], **wanted)
+    stream = torch.cuda.current_stream(x.device).cuda_stream
+    _tessel.linear_cross_entropy_cuda(x, weight, target, bias, outputs=outputs, stream=stream,
+                                      **arrays_and_options)
+    return (outputs["loss"], outputs.get("grad_input"), outputs.get("grad_weight"),
+            outputs.get("grad_bias"), {n: outputs[n] for n in EXTRAS if n in outputs})
+
+
+def _cuda_outputs(x, weight, bias, extras, reduction, *, grad_input, grad_weight, grad_bias):
+    """The outputs of a CUDA call, as the host binding shapes them: the loss and what is reduced
+    like it (z_loss, accuracy) 0-d for mean and sum, (rows,) for none; the other extras (rows,);
+    everything in the computation's type (float64 for float64 inputs, else float32) but
+    grad_input (the storage type) and argmax (int64). Unwritten here: tessel writes every one.
+    Mis-shaped inputs get none (tessel's own sentence refuses them)."""
+    if x.dim() != 2 or weight.dim() != 2:
+        return {}
+    rows, hidden = x.shape
+    vocab = weight.shape[0]
+    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+
+    def new(shape, dtype=compute):
+        return torch.empty(shape, dtype=dtype, device=x.device)
+
+    loss_shape = (rows,) if reduction == "none" else ()
+    outputs = {"loss": new(loss_shape)}
+    for name in extras:
+        if name in ("z_loss", "accuracy"):
+            outputs[name] = new(loss_shape)
+        else:
+            outputs[name] = new((rows,), torch.int64 if name == "argmax" else compute)
+    if grad_input:
+        outputs["grad_input"] = new((rows, hidden), x.dtype)
+    if grad_weight:
+        outputs["grad_weight"] = new((vocab, weight.shape[1]))
+    if grad_bias and bias is not None:
+        outputs["grad_bias"] = new((vocab,))
+    return outputs
 
 
 _NO_GRADIENTS = dict(grad_input=False, grad_weight=False, grad_bias=False)
@@ -47,7 +101,8 @@ def _wanted(ctx):
 def _extra_tensors(extras):
     """The binding's {name: array} of extras as tensors in EXTRAS' order, no copy: the type tessel
     computes in (float32 for 16-bit inputs), argmax int64."""
-    return tuple(torch.from_numpy(extras[name]) for name in EXTRAS if name in extras)
+    return tuple(extras[name] if isinstance(extras[name], torch.Tensor)
+                 else torch.from_numpy(extras[name]) for name in EXTRAS if name in extras)
 
 
 class LinearCrossEntropyFunction(torch.autograd.Function):
@@ -61,7 +116,7 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
         # Only what requires grad (a frozen head needs no grad_weight); none yet for reduction
         # none, whose backward computes them.
         wanted = _wanted(ctx) if not per_row else _NO_GRADIENTS
-        loss, grad_input, grad_weight, grad_bias, computed = _tessel.linear_cross_entropy(
+        loss, grad_input, grad_weight, grad_bias, computed = _call(
             _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
             grad_output_rows=None, soft_target_indices=soft_target_indices,
             soft_target_probs=soft_target_probs, extras=extras or [], **wanted, **options)
@@ -86,7 +141,7 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
             soft_indices, soft_probs = ctx.soft_targets
             # tessel takes the per-row gradients in the type it computes in.
             compute = torch.float64 if x.dtype == torch.float64 else torch.float32
-            _, grad_input, grad_weight, grad_bias, _ = _tessel.linear_cross_entropy(
+            _, grad_input, grad_weight, grad_bias, _ = _call(
                 _array(x), _array(weight), target, _array(bias),
                 class_weights=_array(class_weights),
                 grad_output_rows=grad_loss.detach().to(compute), soft_target_indices=soft_indices,
@@ -126,7 +181,7 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
     names = _extra_names(return_extras)
     if not torch.is_grad_enabled():
         # An evaluation pass (torch.no_grad()): the loss (and extras) alone, no gradient work.
-        loss, _, _, _, computed = _tessel.linear_cross_entropy(
+        loss, _, _, _, computed = _call(
             _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
             grad_output_rows=None, soft_target_indices=soft_target_indices,
             soft_target_probs=soft_target_probs, extras=names or [], **_NO_GRADIENTS, **options)
@@ -286,8 +341,8 @@ class Shampoo(torch.optim.Optimizer):
                                  f"{dtype}; one tessel Shampoo steps one dtype (make one "
                                  f"optimizer per dtype).")
             if p.device.type != "cpu":
-                raise ValueError(f"parameter {i} lives on {p.device}; tessel's Python module is "
-                                 f"host-only for now.")
+                raise ValueError(f"parameter {i} lives on {p.device}; tessel.torch.Shampoo "
+                                 f"steps CPU parameters (the device step is C++ only for now).")
         groups, first = [], 0
         for group in self.param_groups:
             count = len(group["params"])

@@ -101,15 +101,6 @@ def test_same_errors_through_torch(problem):
                                     class_weights=torch.ones(weight.shape[0]))
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_cuda_tensors_are_refused_not_copied(problem):
-    x, weight, target, _, _ = problem
-    with pytest.raises(ValueError, match=r"input lives on a device \(DLPack device type 2\); "
-                                         r"tessel's Python module is host-only"):
-        tessel.linear_cross_entropy(torch.tensor(x).cuda(), torch.tensor(weight).cuda(),
-                                    torch.tensor(target).cuda())
-
-
 def test_objects_that_are_not_arrays_are_a_type_error(problem):
     x, weight, target, _, _ = problem
     with pytest.raises(TypeError):

@@ -368,8 +368,9 @@ def test_bad_parameters_raise_value_error():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_parameters_are_refused_not_copied():
-    with pytest.raises(ValueError, match=r"parameter 0 lives on cuda:0; tessel's Python module "
-                                         r"is host-only for now\."):
+    with pytest.raises(ValueError, match=r"parameter 0 lives on cuda:0; tessel.torch.Shampoo "
+                                         r"steps CPU parameters \(the device step is C\+\+ only "
+                                         r"for now\)\."):
         shampoo(torch.nn.Parameter(torch.zeros(3, device="cuda")))
 
 
