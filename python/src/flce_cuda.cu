@@ -34,28 +34,17 @@ auto device_vector(DeviceVector const& v) {
       tessel::make_layout(tessel::make_shape(v.size), tessel::make_stride(v.stride)));
 }
 
-// An optional argument: absent (data null) stays {}.
+// An optional argument: absent (data null) stays {}; present, the view above, taken apart by
+// the argument types' own constructors.
 template <class T>
 tessel::flce::VectorArg<T, DeviceSpace> vector_arg(DeviceVector const& v) {
-  tessel::flce::VectorArg<T, DeviceSpace> a;
-  if (v.data == nullptr) return a;
-  a.data = static_cast<T*>(v.data);
-  a.size = v.size;
-  a.stride = v.stride;
-  a.present = true;
-  return a;
+  if (v.data == nullptr) return {};
+  return device_vector<T>(v);
 }
 template <class T>
 tessel::flce::MatrixArg<T, DeviceSpace> matrix_arg(DeviceMatrix const& m) {
-  tessel::flce::MatrixArg<T, DeviceSpace> a;
-  if (m.data == nullptr) return a;
-  a.data = static_cast<T*>(m.data);
-  a.rows = m.rows;
-  a.cols = m.cols;
-  a.row_stride = m.row_stride;
-  a.col_stride = m.col_stride;
-  a.present = true;
-  return a;
+  if (m.data == nullptr) return {};
+  return device_matrix<T>(m);
 }
 
 template <class T>
