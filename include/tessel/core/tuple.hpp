@@ -15,19 +15,18 @@ namespace tessel {
 
 namespace detail {
 
-// Empty elements are not stored; get() rebuilds them. Non-empty ones are plain members.
+// Empty elements are not stored; get<I> rebuilds them. Non-empty ones are plain members. The leaves
+// have no member named get: structured bindings look for one first, and clang rejects a binding
+// when the lookup finds several (one per leaf) instead of falling back to tessel::get<I>.
 template <std::size_t I, class T, bool Empty = std::is_empty_v<T>>
 struct TupleLeaf {
   T value;
-  TESSEL_HOST_DEVICE constexpr T const& get() const& noexcept { return value; }
-  TESSEL_HOST_DEVICE constexpr T& get() & noexcept { return value; }
 };
 
 template <std::size_t I, class T>
 struct TupleLeaf<I, T, true> {
   constexpr TupleLeaf() = default;
   TESSEL_HOST_DEVICE constexpr TupleLeaf(T) noexcept {}
-  TESSEL_HOST_DEVICE constexpr T get() const noexcept { return T{}; }
 };
 
 template <class Indices, class... Ts>
@@ -77,12 +76,12 @@ inline constexpr std::size_t tuple_size_v = std::tuple_size<std::remove_cvref_t<
 
 namespace detail {
 template <std::size_t I, class T>
-TESSEL_HOST_DEVICE constexpr decltype(auto) leaf_get(TupleLeaf<I, T, false> const& leaf) {
-  return leaf.get();
+TESSEL_HOST_DEVICE constexpr T const& leaf_get(TupleLeaf<I, T, false> const& leaf) {
+  return leaf.value;
 }
 template <std::size_t I, class T>
-TESSEL_HOST_DEVICE constexpr decltype(auto) leaf_get(TupleLeaf<I, T, false>& leaf) {
-  return leaf.get();
+TESSEL_HOST_DEVICE constexpr T& leaf_get(TupleLeaf<I, T, false>& leaf) {
+  return leaf.value;
 }
 template <std::size_t I, class T>
 TESSEL_HOST_DEVICE constexpr T leaf_get(TupleLeaf<I, T, true> const&) {
