@@ -19,6 +19,17 @@ inline constexpr index_t buffer_alignment = 64;
 
 namespace detail {
 
+// std::vector<T>(n, value) for the plans' constant evaluation: libstdc++ 12 fills a new vector's
+// storage by assignment, which clang rejects in a constant expression (assignment to an object
+// outside its lifetime); push_back constructs each element.
+template <class T>
+constexpr std::vector<T> filled_vector(std::size_t n, T value) {
+  std::vector<T> v;
+  v.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) v.push_back(value);
+  return v;
+}
+
 TESSEL_HOST_DEVICE constexpr index_t align_up(index_t bytes) {
   return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
 }
@@ -106,7 +117,8 @@ constexpr std::array<std::pair<index_t, index_t>, N> distribute_buffer_sizes(
   }
   std::array<index_t, N> aligned{}, ranks{};
   std::array<std::size_t, N> order{}, scratch{};
-  std::vector<index_t> load(static_cast<std::size_t>(group_size));
+  std::vector<index_t> load =
+      detail::filled_vector(static_cast<std::size_t>(group_size), index_t{0});
   detail::distribute_into(byte_sizes.data(), N, group_size, aligned.data(), ranks.data(),
                           order.data(), scratch.data(), load.data());
   std::array<std::pair<index_t, index_t>, N> out{};

@@ -213,7 +213,9 @@ constexpr void assign_ranks(BlockSeq& blocks, std::size_t nb, GroupSeq const& gr
     if (pos == sizes.size() || sizes[pos] != s)
       sizes.insert(sizes.begin() + static_cast<std::ptrdiff_t>(pos), s);
   }
-  std::vector<std::size_t> bucket_of_group(ng), start(sizes.size() + 1, 0), order(nb);
+  std::vector<std::size_t> bucket_of_group = filled_vector(ng, std::size_t{0});
+  std::vector<std::size_t> start = filled_vector(sizes.size() + 1, std::size_t{0});
+  std::vector<std::size_t> order = filled_vector(nb, std::size_t{0});
   for (std::size_t g = 0; g < ng; ++g) {
     std::size_t b = 0;
     while (sizes[b] != groups[g].aligned_bytes) ++b;
@@ -224,7 +226,7 @@ constexpr void assign_ranks(BlockSeq& blocks, std::size_t nb, GroupSeq const& gr
   for (std::size_t b = 0; b < sizes.size(); ++b) start[b + 1] += start[b];
   for (std::size_t i = 0; i < nb; ++i)
     order[start[bucket_of_group[static_cast<std::size_t>(blocks[i].group)]]++] = i;
-  std::vector<index_t> load(static_cast<std::size_t>(group_size), 0);
+  std::vector<index_t> load = filled_vector(static_cast<std::size_t>(group_size), index_t{0});
   for (std::size_t k = 0; k < nb; ++k) {
     auto& block = blocks[order[k]];
     std::size_t best = 0;
