@@ -160,7 +160,10 @@ TEST(DenseGemm, EveryExecutorAgrees) {
 // blocked. Spans of 1000, 37 and 517 give 3, 1 and 2 tiles.
 template <class T>
 void expect_same_bits_for_every_thread_count() {
-  for (auto [m, n] : {std::pair<index_t, index_t>{37, 1000}, {1000, 37}, {61, 517}}) {
+  for (auto const& mn : {std::pair<index_t, index_t>{37, 1000}, {1000, 37}, {61, 517}}) {
+    // Named copies: lambdas in OpenMP translation units cannot capture structured bindings in
+    // clang 16 (the sanitizer build's compiler).
+    index_t const m = mn.first, n = mn.second;
     index_t const k = 700;
     auto a = random_tensor<T>(make_shape(m, k), -1, 1, 10);
     auto b = random_tensor<T>(make_shape(n, k), -1, 1, 11);  // used as b^T, as FLCE's weight
