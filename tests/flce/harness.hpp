@@ -89,79 +89,14 @@ struct Wanted {
 
 // tessel's host forward on problem p (already rounded to T) with options o, on `executor`. With
 // a communicator, the vocabulary-parallel forward: p's weight, bias and class weights are then
-// this rank's slice (and grad_weight, grad_bias the slice's).
+// this rank's slice (and grad_weight, grad_bias the slice's). Compiled once, in harness.cpp, for
+// every storage type and host executor the tests use (the run-time-shape forward is the heaviest
+// instantiation in these tests; each test file compiling it again cost minutes of CI); the
+// combinations it instantiates are listed there.
 template <class T, class Executor = exec::Auto>
 FlceRun run_tessel(Problem const& p, ReferenceOptions const& o, index_t chunk_size = 0,
                    Wanted wanted = {}, Executor const& executor = {},
-                   dist::Communicator* communicator = nullptr) {
-  using C = accum_t<T>;
-  auto x = to_storage<T>(p.x);
-  auto w = to_storage<T>(p.w);
-  auto bias = to_storage<T>(p.bias);
-  auto cw = to_storage<T>(p.class_weights);
-  std::vector<C> dy_rows(o.grad_output_rows.begin(), o.grad_output_rows.end());
-  std::int64_t const loss_size = o.reduction == Reduction::none ? p.bt : 1;
-  std::vector<C> loss(loss_size), z(loss_size), dw(p.v * p.h), db(p.v), lse(p.bt), logp(p.bt),
-      entropy(p.bt), accuracy(loss_size);
-  std::vector<index_t> argmax(p.bt, -2);
-  std::vector<T> dx(p.bt * p.h);
-
-  Options<T> opt;
-  opt.reduction = o.reduction;
-  opt.ignore_index = o.ignore_index;
-  opt.label_smoothing = o.label_smoothing;
-  opt.lse_square_scale = o.lse_square_scale;
-  opt.softcap = o.softcap;
-  opt.temperature = o.temperature;
-  opt.shift_sequence_length = o.shift_sequence_length;
-  opt.entropy_bonus = o.entropy_bonus;
-  opt.grad_output = o.grad_output;
-  opt.chunk_size = chunk_size;
-  if (!p.bias.empty()) opt.bias = make_tensor(bias.data(), make_shape(p.v));
-  if (!p.class_weights.empty()) opt.class_weights = make_tensor(cw.data(), make_shape(p.v));
-  if (!dy_rows.empty()) opt.grad_output_rows = make_tensor(dy_rows.data(), make_shape(p.bt));
-  std::vector<index_t> soft_classes(o.soft_classes.begin(), o.soft_classes.end());
-  std::vector<C> soft_probs(o.soft_probs.begin(), o.soft_probs.end());
-  if (o.soft_k > 0) {
-    opt.soft_target_indices = make_tensor(static_cast<index_t const*>(soft_classes.data()),
-                                          make_shape(p.bt, index_t{o.soft_k}));
-    opt.soft_target_probs =
-        make_tensor(static_cast<C const*>(soft_probs.data()), make_shape(p.bt, index_t{o.soft_k}));
-    opt.soft_target_weight = o.soft_weight;
-  }
-
-  Outputs<T> out;
-  if (wanted.loss) out.loss = make_tensor(loss.data(), make_shape(loss_size));
-  if (wanted.z_loss) out.z_loss = make_tensor(z.data(), make_shape(loss_size));
-  if (wanted.grad_input) out.grad_input = make_tensor(dx.data(), make_shape(p.bt, p.h));
-  if (wanted.grad_weight) out.grad_weight = make_tensor(dw.data(), make_shape(p.v, p.h));
-  if (wanted.grad_bias && !p.bias.empty()) out.grad_bias = make_tensor(db.data(), make_shape(p.v));
-  if (wanted.lse) out.lse = make_tensor(lse.data(), make_shape(p.bt));
-  if (wanted.target_logprob) out.target_logprob = make_tensor(logp.data(), make_shape(p.bt));
-  if (wanted.entropy) out.entropy = make_tensor(entropy.data(), make_shape(p.bt));
-  if (wanted.argmax) out.argmax = make_tensor(argmax.data(), make_shape(p.bt));
-  if (wanted.accuracy) out.accuracy = make_tensor(accuracy.data(), make_shape(loss_size));
-
-  FlceRun r;
-  auto const input = make_tensor(x.data(), make_shape(p.bt, p.h));
-  auto const weight = make_tensor(w.data(), make_shape(p.v, p.h));
-  auto const target = make_tensor(p.target.data(), make_shape(p.bt));
-  if (communicator != nullptr)
-    r.plan = forward(input, weight, target, VocabParallel{communicator}, opt, out, executor).plan;
-  else
-    r.plan = forward(input, weight, target, opt, out, executor);
-  r.loss = to_double(loss);
-  r.z_loss = to_double(z);
-  r.grad_input = to_double(dx);
-  r.grad_weight = to_double(dw);
-  r.grad_bias = to_double(db);
-  r.lse = to_double(lse);
-  r.target_logprob = to_double(logp);
-  r.entropy = to_double(entropy);
-  r.accuracy = to_double(accuracy);
-  r.argmax.assign(argmax.begin(), argmax.end());
-  return r;
-}
+                   dist::Communicator* communicator = nullptr);
 
 // Elementwise allclose with a readable failure: how many elements are off and the worst one.
 inline ::testing::AssertionResult all_close(std::vector<double> const& actual,
