@@ -1,7 +1,8 @@
-// What the extension's bindings share: tessel's dtype names for DLPack dtypes, and the checks of
+// What the extension's bindings share: tessel's dtype names for DLPack dtypes, the checks of
 // what tessel's C++ types settle at compile time (host memory, rank, element type), made on
-// Python objects with tessel's sentences. The helpers take any nanobind ndarray (read-only views
-// for FLCE's inputs, writable ones for Shampoo's parameters).
+// Python objects with tessel's sentences, and options read from Python values. The helpers take
+// any nanobind ndarray (read-only views for FLCE's inputs, writable ones for Shampoo's
+// parameters).
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -27,6 +28,17 @@ using InArray = nb::ndarray<nb::ro>;
 
 [[noreturn]] inline void refuse(std::string const& message) {
   throw nb::value_error(message.c_str());
+}
+
+// An option's Python value as V, or a TypeError naming the option and the value.
+template <class V>
+V cast_option(nb::handle value, char const* key) {
+  try {
+    return nb::cast<V>(value);
+  } catch (nb::cast_error const&) {
+    throw nb::type_error(
+        sentence("the option ", key, " cannot be ", nb::repr(value).c_str(), ".").c_str());
+  }
 }
 
 // The tessel DType of a DLPack dtype, so that refusals name dtypes the way the rest of tessel

@@ -4,11 +4,8 @@
 // parallel and a serial build pays each once.
 #pragma once
 
-#include <cstdint>
-
 #include "arrays.hpp"
-
-#include <tessel/flce/types.hpp>
+#include "flce_scalars.hpp"
 
 namespace tessel_python {
 
@@ -20,17 +17,13 @@ struct FlceExtras {
 };
 
 // One call of tessel.linear_cross_entropy as the binding received it: the arrays (bias,
-// class_weights, grad_output_rows and the soft targets may be invalid: not given), the options,
-// and which gradients
-// to compute (each one left out is work and memory saved: a frozen LM head needs no
-// (vocab, hidden) grad_weight; none is an evaluation pass).
+// class_weights, grad_output_rows and the soft targets may be invalid: not given), the scalar
+// options, and which gradients to compute (each one left out is work and memory saved: a frozen
+// LM head needs no (vocab, hidden) grad_weight; none is an evaluation pass).
 struct FlceCall {
   InArray input, weight, target, bias, class_weights, grad_output_rows;
   InArray soft_target_indices, soft_target_probs;
-  tessel::flce::Reduction reduction = tessel::flce::Reduction::mean;
-  std::int64_t ignore_index = -100, shift_sequence_length = 0;
-  double label_smoothing = 0.0, lse_square_scale = 0.0, softcap = 0.0, temperature = 1.0,
-         entropy_bonus = 0.0, soft_target_weight = 1.0;
+  FlceScalars scalars;
   bool grad_input = false, grad_weight = false, grad_bias = false;
   FlceExtras extras;
 };

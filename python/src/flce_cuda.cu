@@ -51,15 +51,7 @@ template <class T>
 void run(DeviceFlceCall const& call) {
   using C = tessel::flce::accum_t<T>;
   tessel::flce::Options<T, DeviceSpace> options;
-  options.reduction = call.reduction;
-  options.ignore_index = call.ignore_index;
-  options.label_smoothing = call.label_smoothing;
-  options.lse_square_scale = call.lse_square_scale;
-  options.softcap = call.softcap;
-  options.temperature = call.temperature;
-  options.entropy_bonus = call.entropy_bonus;
-  options.soft_target_weight = call.soft_target_weight;
-  options.shift_sequence_length = call.shift_sequence_length;
+  call.scalars.apply_to(options);
   options.bias = vector_arg<T const>(call.bias);
   options.class_weights = vector_arg<T const>(call.class_weights);
   options.grad_output_rows = vector_arg<C const>(call.grad_output_rows);

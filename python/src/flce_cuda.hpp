@@ -7,8 +7,9 @@
 
 #include <cstdint>
 
+#include "flce_scalars.hpp"
+
 #include <tessel/core/dtype.hpp>
-#include <tessel/flce/types.hpp>
 
 namespace tessel_python {
 
@@ -31,10 +32,7 @@ struct DeviceFlceCall {
   std::uintptr_t stream = 0;                 // a cudaStream_t of that device
   DeviceMatrix input, weight, soft_target_indices, soft_target_probs;
   DeviceVector target, bias, class_weights, grad_output_rows;
-  tessel::flce::Reduction reduction = tessel::flce::Reduction::mean;
-  std::int64_t ignore_index = -100, shift_sequence_length = 0;
-  double label_smoothing = 0.0, lse_square_scale = 0.0, softcap = 0.0, temperature = 1.0,
-         entropy_bonus = 0.0, soft_target_weight = 1.0;
+  FlceScalars scalars;
   DeviceVector loss, z_loss, accuracy, lse, target_logprob, entropy, argmax, grad_bias;
   DeviceMatrix grad_input, grad_weight;
 };

@@ -71,15 +71,8 @@ template <class T, class Y>
 nb::tuple run(FlceCall const& call) {
   using C = tessel::flce::accum_t<T>;
   DType const dtype = tessel::dtype_of_v<T>;
-  tessel::flce::Options<T> options{.reduction = call.reduction,
-                                   .ignore_index = call.ignore_index,
-                                   .label_smoothing = call.label_smoothing,
-                                   .lse_square_scale = call.lse_square_scale,
-                                   .softcap = call.softcap,
-                                   .temperature = call.temperature,
-                                   .entropy_bonus = call.entropy_bonus,
-                                   .soft_target_weight = call.soft_target_weight,
-                                   .shift_sequence_length = call.shift_sequence_length};
+  tessel::flce::Options<T> options;
+  call.scalars.apply_to(options);
   check_array(call.weight, "weight", 2, "(vocab, hidden)", dtype, "input's");
   if (call.bias.is_valid()) {
     check_array(call.bias, "bias", 1, "(vocab)", dtype, "input's");

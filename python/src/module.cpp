@@ -16,13 +16,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "arrays.hpp"
 #include "flce.hpp"
 #if defined(TESSEL_PYTHON_CUDA)
-#include <type_traits>
-
 #include "flce_cuda.hpp"
 #endif
 
@@ -62,15 +61,33 @@ FlceExtras parse_extras(std::vector<std::string> const& names) {
   return extras;
 }
 
+// The scalar options of either binding, from the dict tessel's Python side fills with every key
+// (tessel.linear_cross_entropy's keyword names); a value of the wrong type is a TypeError naming
+// it, a wrong value tessel's ValueError.
+FlceScalars parse_scalars(nb::dict const& d) {
+  auto get = [&]<class V>(char const* key, std::type_identity<V>) {
+    return cast_option<V>(d[key], key);
+  };
+  auto const real = std::type_identity<double>{};
+  auto const integer = std::type_identity<std::int64_t>{};
+  return {.reduction =
+              tessel::flce::parse_reduction(get("reduction", std::type_identity<std::string>{})),
+          .ignore_index = get("ignore_index", integer),
+          .shift_sequence_length = get("shift_sequence_length", integer),
+          .label_smoothing = get("label_smoothing", real),
+          .lse_square_scale = get("lse_square_scale", real),
+          .softcap = get("softcap", real),
+          .temperature = get("temperature", real),
+          .entropy_bonus = get("entropy_bonus", real),
+          .soft_target_weight = get("soft_target_weight", real)};
+}
+
 nb::tuple linear_cross_entropy(InArray const& input, InArray const& weight, InArray const& target,
-                               InArray const& bias, std::string_view reduction,
-                               std::int64_t ignore_index, double label_smoothing,
-                               double lse_square_scale, double softcap, double temperature,
-                               double entropy_bonus, std::int64_t shift_sequence_length,
-                               InArray const& class_weights, InArray const& grad_output_rows,
-                               InArray const& soft_target_indices, InArray const& soft_target_probs,
-                               double soft_target_weight, bool grad_input, bool grad_weight,
-                               bool grad_bias, std::vector<std::string> const& extras) {
+                               InArray const& bias, InArray const& class_weights,
+                               InArray const& grad_output_rows, InArray const& soft_target_indices,
+                               InArray const& soft_target_probs, nb::dict const& options,
+                               bool grad_input, bool grad_weight, bool grad_bias,
+                               std::vector<std::string> const& extras) {
   check_host(input, "input");
   check_rank(input, "input", 2, "(rows, hidden)");
   check_host(target, "target");
@@ -87,15 +104,7 @@ nb::tuple linear_cross_entropy(InArray const& input, InArray const& weight, InAr
                       .grad_output_rows = grad_output_rows,
                       .soft_target_indices = soft_target_indices,
                       .soft_target_probs = soft_target_probs,
-                      .reduction = tessel::flce::parse_reduction(reduction),
-                      .ignore_index = ignore_index,
-                      .shift_sequence_length = shift_sequence_length,
-                      .label_smoothing = label_smoothing,
-                      .lse_square_scale = lse_square_scale,
-                      .softcap = softcap,
-                      .temperature = temperature,
-                      .entropy_bonus = entropy_bonus,
-                      .soft_target_weight = soft_target_weight,
+                      .scalars = parse_scalars(options),
                       .grad_input = grad_input,
                       .grad_weight = grad_weight,
                       .grad_bias = grad_bias,
@@ -169,14 +178,10 @@ void describe_output(nb::dict const& outputs, char const* name, DType dtype, int
 // tessel.torch's CUDA path: the same arguments as linear_cross_entropy, the outputs PyTorch
 // allocated on the input's device (a dict; those left out are not computed) and the stream.
 void linear_cross_entropy_cuda(InArray const& input, InArray const& weight, InArray const& target,
-                               InArray const& bias, std::string_view reduction,
-                               std::int64_t ignore_index, double label_smoothing,
-                               double lse_square_scale, double softcap, double temperature,
-                               double entropy_bonus, std::int64_t shift_sequence_length,
-                               InArray const& class_weights, InArray const& grad_output_rows,
-                               InArray const& soft_target_indices, InArray const& soft_target_probs,
-                               double soft_target_weight, nb::dict const& outputs,
-                               std::uintptr_t stream) {
+                               InArray const& bias, InArray const& class_weights,
+                               InArray const& grad_output_rows, InArray const& soft_target_indices,
+                               InArray const& soft_target_probs, nb::dict const& options,
+                               nb::dict const& outputs, std::uintptr_t stream) {
   if (input.device_type() != nb::device::cuda::value)
     refuse(sentence("input lives on DLPack device type ", input.device_type(),
                     ", not on a CUDA device (type 2)."));
@@ -209,16 +214,8 @@ void linear_cross_entropy_cuda(InArray const& input, InArray const& weight, InAr
            "the class indices'", device, call.soft_target_indices);
   describe(soft_target_probs, "soft_target_probs", 2, "(rows, K)", c, "the computation's", device,
            call.soft_target_probs);
-  call.reduction = tessel::flce::parse_reduction(reduction);
-  call.ignore_index = ignore_index;
-  call.shift_sequence_length = shift_sequence_length;
-  call.label_smoothing = label_smoothing;
-  call.lse_square_scale = lse_square_scale;
-  call.softcap = softcap;
-  call.temperature = temperature;
-  call.entropy_bonus = entropy_bonus;
-  call.soft_target_weight = soft_target_weight;
-  std::size_t const loss_rank = call.reduction == tessel::flce::Reduction::none ? 1 : 0;
+  call.scalars = parse_scalars(options);
+  std::size_t const loss_rank = call.scalars.reduction == tessel::flce::Reduction::none ? 1 : 0;
   describe_output(outputs, "loss", loss_rank, c, device, call.loss);
   describe_output(outputs, "z_loss", loss_rank, c, device, call.z_loss);
   describe_output(outputs, "accuracy", loss_rank, c, device, call.accuracy);
@@ -260,13 +257,12 @@ NB_MODULE(_tessel, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     }
   });
+  // Both FLCE bindings: the arrays, the optional ones by keyword, and the scalar options as one
+  // dict (parse_scalars).
   m.def("linear_cross_entropy", &linear_cross_entropy, nb::arg("input"), nb::arg("weight"),
-        nb::arg("target"), nb::arg("bias").none(), nb::kw_only(), nb::arg("reduction"),
-        nb::arg("ignore_index"), nb::arg("label_smoothing"), nb::arg("lse_square_scale"),
-        nb::arg("softcap"), nb::arg("temperature"), nb::arg("entropy_bonus"),
-        nb::arg("shift_sequence_length"), nb::arg("class_weights").none(),
+        nb::arg("target"), nb::arg("bias").none(), nb::kw_only(), nb::arg("class_weights").none(),
         nb::arg("grad_output_rows").none(), nb::arg("soft_target_indices").none(),
-        nb::arg("soft_target_probs").none(), nb::arg("soft_target_weight"), nb::arg("grad_input"),
+        nb::arg("soft_target_probs").none(), nb::arg("options"), nb::arg("grad_input"),
         nb::arg("grad_weight"), nb::arg("grad_bias"), nb::arg("extras"),
         "(loss, grad_input, grad_weight, grad_bias, {extra name: array}) of flce::forward; see "
         "tessel.linear_cross_entropy.");
@@ -275,12 +271,9 @@ NB_MODULE(_tessel, m) {
 #if defined(TESSEL_PYTHON_CUDA)
   m.def("linear_cross_entropy_cuda", &linear_cross_entropy_cuda, nb::arg("input"),
         nb::arg("weight"), nb::arg("target"), nb::arg("bias").none(), nb::kw_only(),
-        nb::arg("reduction"), nb::arg("ignore_index"), nb::arg("label_smoothing"),
-        nb::arg("lse_square_scale"), nb::arg("softcap"), nb::arg("temperature"),
-        nb::arg("entropy_bonus"), nb::arg("shift_sequence_length"), nb::arg("class_weights").none(),
-        nb::arg("grad_output_rows").none(), nb::arg("soft_target_indices").none(),
-        nb::arg("soft_target_probs").none(), nb::arg("soft_target_weight"), nb::arg("outputs"),
-        nb::arg("stream"),
+        nb::arg("class_weights").none(), nb::arg("grad_output_rows").none(),
+        nb::arg("soft_target_indices").none(), nb::arg("soft_target_probs").none(),
+        nb::arg("options"), nb::arg("outputs"), nb::arg("stream"),
         "flce::forward on CUDA arrays into the given outputs, queued on `stream` (a "
         "cudaStream_t as an integer); see tessel.torch.linear_cross_entropy.");
 #endif

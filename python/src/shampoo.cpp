@@ -70,17 +70,6 @@ E parse_choice(std::string_view text, char const* option, std::array<E, N> const
   return parse_choice(text, option, values, names);
 }
 
-// A Python value as V, or a TypeError naming the option and the value.
-template <class V>
-V cast_option(nb::handle value, char const* key) {
-  try {
-    return nb::cast<V>(value);
-  } catch (nb::cast_error const&) {
-    throw nb::type_error(
-        sentence("the option ", key, " cannot be ", nb::repr(value).c_str(), ".").c_str());
-  }
-}
-
 // Distributed Shampoo's inverse_exponent_override: {order: exponent or {dim: exponent}}.
 sh::InverseExponentOverride exponent_override(nb::handle value) {
   constexpr char const* key = "inverse_exponent_override";

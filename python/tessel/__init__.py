@@ -118,8 +118,8 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
         x, weight, target, bias, class_weights=class_weights, grad_output_rows=None,
         soft_target_indices=soft_target_indices, soft_target_probs=soft_target_probs,
         grad_input=True, grad_weight=True, grad_bias=True, extras=names or [],
-        **_options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap,
-                   temperature, entropy_bonus, shift_sequence_length, soft_target_weight))
+        options=_options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap,
+                         temperature, entropy_bonus, shift_sequence_length, soft_target_weight))
     # 16-bit storage: tessel computes the loss, grad_weight and grad_bias in float32 and writes
     # grad_input in the storage type.
     if grad_input.dtype == np.float16:
@@ -161,7 +161,8 @@ def multi_dim_split(shape, split_size):
 
 def _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap, temperature,
              entropy_bonus, shift_sequence_length, soft_target_weight):
-    """The binding's scalar options; tessel validates their values."""
+    """The bindings' scalar options, one dict with every key (module.cpp's parse_scalars); tessel
+    validates their values."""
     # A float length would be a TypeError from the binding; a sentence as for every bad option.
     if isinstance(shift_sequence_length, bool) or not isinstance(shift_sequence_length,
                                                                  (int, np.integer)):

@@ -36,23 +36,24 @@ def _tensor(array, dtype):
     return tensor.view(dtype) if tensor.dtype == torch.uint16 else tensor.to(dtype)
 
 
-def _call(x, weight, target, bias, *, extras, grad_input, grad_weight, grad_bias,
-          **arrays_and_options):
+def _call(x, weight, target, bias, *, extras, grad_input, grad_weight, grad_bias, options,
+          **arrays):
     """The binding for x's device: the host's (NumPy-owned results) or, for CUDA tensors, the CUDA
     path (results allocated here by PyTorch on x's device, the call queued on its current stream).
+    ``options`` is tessel._options' dict, ``arrays`` the optional arrays by name.
     Returns (loss, grad_input, grad_weight, grad_bias, {extra name: array or tensor})."""
     wanted = dict(grad_input=grad_input, grad_weight=grad_weight, grad_bias=grad_bias)
     if not x.is_cuda:
         return _tessel.linear_cross_entropy(x, weight, target, bias, extras=extras, **wanted,
-                                            **arrays_and_options)
+                                            options=options, **arrays)
     if not hasattr(_tessel, "linear_cross_entropy_cuda"):
         raise ValueError(f"x lives on {x.device} but this tessel module was built without CUDA: "
                          f"reinstall it with `pip install . -Ccmake.define.TESSEL_PYTHON_CUDA=ON` "
                          f"(needs nvcc), or pass CPU tensors; nothing is copied implicitly.")
-    outputs = _cuda_outputs(x, weight, bias, extras, arrays_and_options["reduction"], **wanted)
+    outputs = _cuda_outputs(x, weight, bias, extras, options["reduction"], **wanted)
     stream = torch.cuda.current_stream(x.device).cuda_stream
-    _tessel.linear_cross_entropy_cuda(x, weight, target, bias, outputs=outputs, stream=stream,
-                                      **arrays_and_options)
+    _tessel.linear_cross_entropy_cuda(x, weight, target, bias, options=options, outputs=outputs,
+                                      stream=stream, **arrays)
     return (outputs["loss"], outputs.get("grad_input"), outputs.get("grad_weight"),
             outputs.get("grad_bias"), {n: outputs[n] for n in EXTRAS if n in outputs})
 
@@ -119,7 +120,7 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
         loss, grad_input, grad_weight, grad_bias, computed = _call(
             _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
             grad_output_rows=None, soft_target_indices=soft_target_indices,
-            soft_target_probs=soft_target_probs, extras=extras or [], **wanted, **options)
+            soft_target_probs=soft_target_probs, extras=extras or [], **wanted, options=options)
         ctx.options = options
         if per_row:
             ctx.save_for_backward(x, weight, target, bias, class_weights)
@@ -145,7 +146,7 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
                 _array(x), _array(weight), target, _array(bias),
                 class_weights=_array(class_weights),
                 grad_output_rows=grad_loss.detach().to(compute), soft_target_indices=soft_indices,
-                soft_target_probs=soft_probs, extras=[], **_wanted(ctx), **ctx.options)
+                soft_target_probs=soft_probs, extras=[], **_wanted(ctx), options=ctx.options)
             gradients = tuple(_tensor(g, x.dtype) for g in (grad_input, grad_weight, grad_bias))
         else:
             gradients = tuple(None if g is None else g * grad_loss for g in ctx.gradients)
@@ -184,7 +185,8 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
         loss, _, _, _, computed = _call(
             _array(x), _array(weight), target, _array(bias), class_weights=_array(class_weights),
             grad_output_rows=None, soft_target_indices=soft_target_indices,
-            soft_target_probs=soft_target_probs, extras=names or [], **_NO_GRADIENTS, **options)
+            soft_target_probs=soft_target_probs, extras=names or [], **_NO_GRADIENTS,
+            options=options)
         loss = _tensor(loss, x.dtype)
         if names is None:
             return loss

@@ -107,6 +107,22 @@ def test_objects_that_are_not_arrays_are_a_type_error(problem):
         tessel.linear_cross_entropy(x.tolist(), weight, target)
 
 
+@pytest.mark.parametrize("as_torch", [False, True])
+@pytest.mark.parametrize("options, message", [
+    (dict(label_smoothing="0.1"), r"the option label_smoothing cannot be '0\.1'\."),
+    (dict(ignore_index=1.5), r"the option ignore_index cannot be 1\.5\."),
+    (dict(reduction=None), r"the option reduction cannot be None\."),
+    (dict(temperature=[1.0]), r"the option temperature cannot be \[1\.0\]\."),
+])
+def test_options_of_the_wrong_type_are_a_type_error_naming_them(problem, as_torch, options,
+                                                                   message):
+    x, weight, target, _, _ = problem
+    if as_torch:
+        x, weight, target = (torch.from_numpy(a) for a in (x, weight, target))
+    with pytest.raises(TypeError, match=message):
+        tessel.linear_cross_entropy(x, weight, target, **options)
+
+
 @pytest.mark.parametrize("arguments, message", [
     ((-1, 4, 8), r"an FLCE plan needs a row count \(bt\) >= 0, got -1\."),
     ((16, 0, 8), r"hidden"),
