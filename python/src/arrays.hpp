@@ -41,6 +41,12 @@ V cast_option(nb::handle value, char const* key) {
   }
 }
 
+// The option `key` of a dict that tessel's Python side fills with every key, as V (cast_option).
+template <class V>
+V dict_option(nb::dict const& d, char const* key) {
+  return cast_option<V>(d[key], key);
+}
+
 // The tessel DType of a DLPack dtype, so that refusals name dtypes the way the rest of tessel
 // does; none for what tessel has no name for (complex, 8-bit floats, vectors).
 template <class Array>

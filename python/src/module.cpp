@@ -65,21 +65,15 @@ FlceExtras parse_extras(std::vector<std::string> const& names) {
 // (tessel.linear_cross_entropy's keyword names); a value of the wrong type is a TypeError naming
 // it, a wrong value tessel's ValueError.
 FlceScalars parse_scalars(nb::dict const& d) {
-  auto get = [&]<class V>(char const* key, std::type_identity<V>) {
-    return cast_option<V>(d[key], key);
-  };
-  auto const real = std::type_identity<double>{};
-  auto const integer = std::type_identity<std::int64_t>{};
-  return {.reduction =
-              tessel::flce::parse_reduction(get("reduction", std::type_identity<std::string>{})),
-          .ignore_index = get("ignore_index", integer),
-          .shift_sequence_length = get("shift_sequence_length", integer),
-          .label_smoothing = get("label_smoothing", real),
-          .lse_square_scale = get("lse_square_scale", real),
-          .softcap = get("softcap", real),
-          .temperature = get("temperature", real),
-          .entropy_bonus = get("entropy_bonus", real),
-          .soft_target_weight = get("soft_target_weight", real)};
+  return {.reduction = tessel::flce::parse_reduction(dict_option<std::string>(d, "reduction")),
+          .ignore_index = dict_option<std::int64_t>(d, "ignore_index"),
+          .shift_sequence_length = dict_option<std::int64_t>(d, "shift_sequence_length"),
+          .label_smoothing = dict_option<double>(d, "label_smoothing"),
+          .lse_square_scale = dict_option<double>(d, "lse_square_scale"),
+          .softcap = dict_option<double>(d, "softcap"),
+          .temperature = dict_option<double>(d, "temperature"),
+          .entropy_bonus = dict_option<double>(d, "entropy_bonus"),
+          .soft_target_weight = dict_option<double>(d, "soft_target_weight")};
 }
 
 nb::tuple linear_cross_entropy(InArray const& input, InArray const& weight, InArray const& target,

@@ -127,72 +127,64 @@ index_t dim_or_infinite(std::optional<index_t> v) {
 // One parameter group as tessel.torch.Shampoo describes it: its parameters' indices and its
 // options under Distributed Shampoo's names (tessel.torch fills every key).
 sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
-  auto get = [&]<class V>(char const* key, std::type_identity<V>) {
-    return cast_option<V>(d[key], key);
-  };
-  auto const real = std::type_identity<double>{};
-  auto const integer = std::type_identity<index_t>{};
-  auto const flag = std::type_identity<bool>{};
-  auto const text = std::type_identity<std::string>{};
   sh::Options o;
-  o.lr = get("lr", real);
-  o.beta1 = get("beta1", real);
-  o.beta2 = get("beta2", real);
-  o.beta3 = get("beta3", real);
-  o.epsilon = get("epsilon", real);
-  o.momentum = get("momentum", real);
-  o.dampening = get("dampening", real);
-  o.use_nesterov = get("use_nesterov", flag);
-  o.weight_decay = get("weight_decay", real);
+  o.lr = dict_option<double>(d, "lr");
+  o.beta1 = dict_option<double>(d, "beta1");
+  o.beta2 = dict_option<double>(d, "beta2");
+  o.beta3 = dict_option<double>(d, "beta3");
+  o.epsilon = dict_option<double>(d, "epsilon");
+  o.momentum = dict_option<double>(d, "momentum");
+  o.dampening = dict_option<double>(d, "dampening");
+  o.use_nesterov = dict_option<bool>(d, "use_nesterov");
+  o.weight_decay = dict_option<double>(d, "weight_decay");
   o.weight_decay_type =
-      parse_choice(get("weight_decay_type", text), "weight_decay_type",
+      parse_choice(dict_option<std::string>(d, "weight_decay_type"), "weight_decay_type",
                    std::array{sh::WeightDecayType::decoupled, sh::WeightDecayType::l2,
                               sh::WeightDecayType::corrected, sh::WeightDecayType::independent},
                    sh::weight_decay_name);
-  o.precondition_frequency = get("precondition_frequency", integer);
-  o.start_preconditioning_step = get("start_preconditioning_step", integer);
-  o.use_bias_correction = get("use_bias_correction", flag);
+  o.precondition_frequency = dict_option<index_t>(d, "precondition_frequency");
+  o.start_preconditioning_step = dict_option<index_t>(d, "start_preconditioning_step");
+  o.use_bias_correction = dict_option<bool>(d, "use_bias_correction");
   // Each method with its defaults (RMSprop's beta2 0.99, Adam's 0.999); None keeps them.
   o.grafting =
-      parse_choice(get("grafting", text), "grafting",
+      parse_choice(dict_option<std::string>(d, "grafting"), "grafting",
                    std::array{sh::no_grafting(), sh::sgd_grafting(), sh::adagrad_grafting(),
                               sh::rmsprop_grafting(), sh::adam_grafting()},
                    [](sh::GraftingConfig const& c) { return sh::grafting_name(c.type); });
-  if (auto beta2 = get("grafting_beta2", std::type_identity<std::optional<double>>{}))
+  if (auto beta2 = dict_option<std::optional<double>>(d, "grafting_beta2"))
     o.grafting.beta2 = *beta2;
-  o.grafting.epsilon = get("grafting_epsilon", real);
+  o.grafting.epsilon = dict_option<double>(d, "grafting_epsilon");
   o.grafting.drop_weighting_factor_on_gsquare =
-      get("grafting_drop_weighting_factor_on_gsquare", flag);
+      dict_option<bool>(d, "grafting_drop_weighting_factor_on_gsquare");
   o.preconditioner = parse_choice(
-      get("preconditioner", text), "preconditioner",
+      dict_option<std::string>(d, "preconditioner"), "preconditioner",
       std::array{sh::PreconditionerType::shampoo, sh::PreconditionerType::eigendecomposed,
                  sh::PreconditionerType::eigenvalue_corrected,
                  sh::PreconditionerType::spectral_descent, sh::PreconditionerType::sign_descent},
       {"shampoo", "eigendecomposed", "eigenvalue_corrected", "spectral_descent", "sign_descent"});
-  o.factor_matrix_dtype = tessel::parse_dtype(get("factor_matrix_dtype", text));
-  o.use_symmetric_packing = get("use_symmetric_packing", flag);
+  o.factor_matrix_dtype = tessel::parse_dtype(dict_option<std::string>(d, "factor_matrix_dtype"));
+  o.use_symmetric_packing = dict_option<bool>(d, "use_symmetric_packing");
   o.inverse_exponent_override = exponent_override(d["inverse_exponent_override"]);
   o.ignored_basis_change_dims = ignored_dims(d["ignored_basis_change_dims"]);
-  o.use_trace_scaling = get("use_trace_scaling", flag);
-  o.trace_scaling_exponent = get("trace_scaling_exponent", real);
-  o.drop_weighting_factor_on_gsquare = get("drop_weighting_factor_on_gsquare", flag);
+  o.use_trace_scaling = dict_option<bool>(d, "use_trace_scaling");
+  o.trace_scaling_exponent = dict_option<double>(d, "trace_scaling_exponent");
+  o.drop_weighting_factor_on_gsquare = dict_option<bool>(d, "drop_weighting_factor_on_gsquare");
   o.num_tolerated_failed_amortized_computations =
-      get("num_tolerated_failed_amortized_computations", integer);
-  o.kl_shampoo = get("kl_shampoo", flag);
+      dict_option<index_t>(d, "num_tolerated_failed_amortized_computations");
+  o.kl_shampoo = dict_option<bool>(d, "kl_shampoo");
   o.root.eigendecomposition.method =
-      parse_choice(get("eigendecomposition", text), "eigendecomposition",
+      parse_choice(dict_option<std::string>(d, "eigendecomposition"), "eigendecomposition",
                    std::array{sh::EigendecompositionMethod::eigh, sh::EigendecompositionMethod::qr},
                    {"eigh", "qr"});
-  o.root.eigendecomposition.tolerance = get("eigendecomposition_tolerance", real);
-  o.root.eigendecomposition.max_iterations = get("qr_max_iterations", integer);
+  o.root.eigendecomposition.tolerance = dict_option<double>(d, "eigendecomposition_tolerance");
+  o.root.eigendecomposition.max_iterations = dict_option<index_t>(d, "qr_max_iterations");
   o.orthogonalization = parse_choice(
-      get("orthogonalization", text), "orthogonalization",
+      dict_option<std::string>(d, "orthogonalization"), "orthogonalization",
       std::array{sh::OrthogonalizationMethod::newton_schulz, sh::OrthogonalizationMethod::svd},
       {"newton_schulz", "svd"});
-  o.svd.scale_by_nuclear_norm = get("svd_scale_by_nuclear_norm", flag);
-  o.newton_schulz.num_iterations = get("newton_schulz_num_iterations", integer);
-  auto const [a, b, c] =
-      get("newton_schulz_coefficients", std::type_identity<std::array<double, 3>>{});
+  o.svd.scale_by_nuclear_norm = dict_option<bool>(d, "svd_scale_by_nuclear_norm");
+  o.newton_schulz.num_iterations = dict_option<index_t>(d, "newton_schulz_num_iterations");
+  auto const [a, b, c] = dict_option<std::array<double, 3>>(d, "newton_schulz_coefficients");
   o.newton_schulz.a = a;
   o.newton_schulz.b = b;
   o.newton_schulz.c = c;
@@ -201,28 +193,28 @@ sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
                     ? o.svd.scale_by_dims
                     : o.newton_schulz.scale_by_dims;
   scale = scale_by_dims(d["scale_by_dims"]);
-  o.root.method = parse_choice(get("root_method", text), "root_method",
+  o.root.method = parse_choice(dict_option<std::string>(d, "root_method"), "root_method",
                                std::array{sh::RootMethod::eigen, sh::RootMethod::coupled_newton},
                                {"eigen", "coupled_newton"});
-  o.root.coupled_newton.max_iterations = get("coupled_newton_max_iterations", integer);
-  o.root.coupled_newton.tolerance = get("coupled_newton_tolerance", real);
-  o.root.eigen.retry_double_precision = get("retry_double_precision", flag);
-  o.root.eigen.perturb_before_computation = get("perturb_before_computation", flag);
-  o.root.eigen.pseudo_inverse = get("pseudo_inverse", flag);
-  o.root.eigen.rank_atol = get("rank_atol", real);
-  o.root.eigen.rank_rtol = get("rank_rtol", real);
+  o.root.coupled_newton.max_iterations = dict_option<index_t>(d, "coupled_newton_max_iterations");
+  o.root.coupled_newton.tolerance = dict_option<double>(d, "coupled_newton_tolerance");
+  o.root.eigen.retry_double_precision = dict_option<bool>(d, "retry_double_precision");
+  o.root.eigen.perturb_before_computation = dict_option<bool>(d, "perturb_before_computation");
+  o.root.eigen.pseudo_inverse = dict_option<bool>(d, "pseudo_inverse");
+  o.root.eigen.rank_atol = dict_option<double>(d, "rank_atol");
+  o.root.eigen.rank_rtol = dict_option<double>(d, "rank_rtol");
   o.averaging.type =
-      parse_choice(get("iterate_averaging", text), "iterate_averaging",
+      parse_choice(dict_option<std::string>(d, "iterate_averaging"), "iterate_averaging",
                    std::array{sh::AveragingType::none, sh::AveragingType::generalized_primal,
                               sh::AveragingType::schedule_free},
                    {"none", "generalized_primal", "schedule_free"});
-  o.averaging.eval_interp_coeff = get("eval_interp_coeff", real);
-  o.averaging.train_interp_coeff = get("train_interp_coeff", real);
-  o.averaging.eval_coeff_lr_power = get("eval_coeff_lr_power", real);
-  auto const dims = std::type_identity<std::optional<index_t>>{};
-  return sh::ParamGroup{std::move(params), std::move(o),
-                        dim_or_infinite(get("max_preconditioner_dim", dims)),
-                        dim_or_infinite(get("target_parameter_dimensionality", dims))};
+  o.averaging.eval_interp_coeff = dict_option<double>(d, "eval_interp_coeff");
+  o.averaging.train_interp_coeff = dict_option<double>(d, "train_interp_coeff");
+  o.averaging.eval_coeff_lr_power = dict_option<double>(d, "eval_coeff_lr_power");
+  return sh::ParamGroup{
+      std::move(params), std::move(o),
+      dim_or_infinite(dict_option<std::optional<index_t>>(d, "max_preconditioner_dim")),
+      dim_or_infinite(dict_option<std::optional<index_t>>(d, "target_parameter_dimensionality"))};
 }
 
 // Runs `make` with tessel's warnings collected, then raises each as a Python UserWarning: raised
