@@ -15,6 +15,7 @@ struct FlceScalars {
   std::int64_t ignore_index = -100, shift_sequence_length = 0;
   double label_smoothing = 0.0, lse_square_scale = 0.0, softcap = 0.0, temperature = 1.0,
          entropy_bonus = 0.0, soft_target_weight = 1.0;
+  std::int64_t chunk_size = 0;  // rows per chunk; 0: the plan's heuristic
 
   // Into flce::Options<T, Space>, on the host or the device alike.
   template <class Options>
@@ -28,6 +29,7 @@ struct FlceScalars {
     o.temperature = temperature;
     o.entropy_bonus = entropy_bonus;
     o.soft_target_weight = soft_target_weight;
+    o.chunk_size = chunk_size;
   }
 };
 

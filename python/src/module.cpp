@@ -73,7 +73,8 @@ FlceScalars parse_scalars(nb::dict const& d) {
           .softcap = dict_option<double>(d, "softcap"),
           .temperature = dict_option<double>(d, "temperature"),
           .entropy_bonus = dict_option<double>(d, "entropy_bonus"),
-          .soft_target_weight = dict_option<double>(d, "soft_target_weight")};
+          .soft_target_weight = dict_option<double>(d, "soft_target_weight"),
+          .chunk_size = dict_option<std::int64_t>(d, "chunk_size")};
 }
 
 nb::tuple linear_cross_entropy(InArray const& input, InArray const& weight, InArray const& target,

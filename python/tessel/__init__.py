@@ -69,7 +69,8 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
                          label_smoothing=0.0, lse_square_scale=0.0, softcap=None,
                          class_weights=None, temperature=1.0, entropy_bonus=0.0,
                          shift_sequence_length=0, soft_target_indices=None,
-                         soft_target_probs=None, soft_target_weight=1.0, return_extras=None):
+                         soft_target_probs=None, soft_target_weight=1.0, return_extras=None,
+                         chunk_size=None):
     """``cross_entropy(x @ weight.T + bias, target)`` without the logits, with its gradients.
 
     Names and defaults are PyTorch's ``F.cross_entropy`` (``class_weights`` is its ``weight``)
@@ -96,6 +97,10 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
     the shift moves ``target`` only. ``soft_target_weight`` lies in [0, 1]; setting it without
     soft targets is an error. No gradient flows to the soft targets.
 
+    ``chunk_size``: rows of logits per chunk, the memory the call holds (``chunk_size * vocab``
+    values, in float32 for 16-bit inputs); None (or 0) takes the plan's heuristic
+    (``tessel.plan.flce``). The results agree whatever the chunk, to rounding.
+
     ``return_extras``: names from ``EXTRAS`` ("z_loss", "lse", "target_logprob", "entropy",
     "argmax", "accuracy"; one name alone may be a string). When given (even empty), the call
     returns a LinearCrossEntropyOutput with the loss, the extras asked for and, for NumPy, the
@@ -112,14 +117,15 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
             class_weights=class_weights, temperature=temperature, entropy_bonus=entropy_bonus,
             shift_sequence_length=shift_sequence_length, soft_target_indices=soft_target_indices,
             soft_target_probs=soft_target_probs, soft_target_weight=soft_target_weight,
-            return_extras=return_extras)
+            return_extras=return_extras, chunk_size=chunk_size)
     names = _extra_names(return_extras)
     loss, grad_input, grad_weight, grad_bias, extras = _tessel.linear_cross_entropy(
         x, weight, target, bias, class_weights=class_weights, grad_output_rows=None,
         soft_target_indices=soft_target_indices, soft_target_probs=soft_target_probs,
         grad_input=True, grad_weight=True, grad_bias=True, extras=names or [],
         options=_options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap,
-                         temperature, entropy_bonus, shift_sequence_length, soft_target_weight))
+                         temperature, entropy_bonus, shift_sequence_length, soft_target_weight,
+                         chunk_size))
     # 16-bit storage: tessel computes the loss, grad_weight and grad_bias in float32 and writes
     # grad_input in the storage type.
     if grad_input.dtype == np.float16:
@@ -160,7 +166,7 @@ def multi_dim_split(shape, split_size):
 
 
 def _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap, temperature,
-             entropy_bonus, shift_sequence_length, soft_target_weight):
+             entropy_bonus, shift_sequence_length, soft_target_weight, chunk_size):
     """The bindings' scalar options, one dict with every key (module.cpp's parse_scalars); tessel
     validates their values."""
     # A float length would be a TypeError from the binding; a sentence as for every bad option.
@@ -173,7 +179,9 @@ def _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap
                 lse_square_scale=lse_square_scale, softcap=0.0 if softcap is None else softcap,
                 temperature=temperature, entropy_bonus=entropy_bonus,
                 shift_sequence_length=int(shift_sequence_length),
-                soft_target_weight=soft_target_weight)
+                soft_target_weight=soft_target_weight,
+                # None is the plan's heuristic, tessel's 0.
+                chunk_size=0 if chunk_size is None else chunk_size)
 
 
 def _extra_names(return_extras):

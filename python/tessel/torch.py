@@ -158,7 +158,8 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
                          label_smoothing=0.0, lse_square_scale=0.0, softcap=None,
                          class_weights=None, temperature=1.0, entropy_bonus=0.0,
                          shift_sequence_length=0, soft_target_indices=None,
-                         soft_target_probs=None, soft_target_weight=1.0, return_extras=None):
+                         soft_target_probs=None, soft_target_weight=1.0, return_extras=None,
+                         chunk_size=None):
     """``F.cross_entropy(x @ weight.T + bias, target, ...)`` computed by tessel, differentiable in
     ``x``, ``weight`` and ``bias``; see tessel.linear_cross_entropy for the arguments.
 
@@ -171,7 +172,8 @@ def linear_cross_entropy(x, weight, target, bias=None, *, reduction="mean", igno
     The soft targets get no gradient (a teacher's output is a constant of the student's loss):
     ``soft_target_probs`` that requires grad is refused rather than silently given none."""
     options = _options(reduction, ignore_index, label_smoothing, lse_square_scale, softcap,
-                       temperature, entropy_bonus, shift_sequence_length, soft_target_weight)
+                       temperature, entropy_bonus, shift_sequence_length, soft_target_weight,
+                       chunk_size)
     if (torch.is_grad_enabled() and isinstance(soft_target_probs, torch.Tensor)
             and soft_target_probs.requires_grad):
         raise ValueError("soft_target_probs requires grad, but tessel computes no gradient for "
