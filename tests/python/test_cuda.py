@@ -76,6 +76,21 @@ def test_cuda_extras_match_the_host(reduction):
 
 
 @needs_cuda
+@pytest.mark.parametrize("chunk_size", [1, 3, 64])
+def test_cuda_chunk_sizes_match_the_host(chunk_size):
+    x, weight, target, bias, class_weights = make_problem(np.float32)
+    options = dict(label_smoothing=0.1, chunk_size=chunk_size)
+    host = run("cpu", torch.float32, x, weight, target, bias, class_weights, "none", options)
+    device = run("cuda", torch.float32, x, weight, target, bias, class_weights, "none", options)
+    for got, want in zip(device, host):
+        torch.testing.assert_close(got, want, **TOLERANCE[torch.float32])
+    with pytest.raises(ValueError, match=r"chunk_size must be >= 0"):
+        tessel.linear_cross_entropy(torch.tensor(x, device="cuda"),
+                                    torch.tensor(weight, device="cuda"),
+                                    torch.tensor(target, device="cuda"), chunk_size=-2)
+
+
+@needs_cuda
 def test_cuda_results_live_on_the_input_device_in_pytorch_dtypes():
     x, weight, target, bias, _ = make_problem(np.float32)
     xt = torch.tensor(x, device="cuda").bfloat16().requires_grad_()
