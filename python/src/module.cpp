@@ -16,12 +16,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include "arrays.hpp"
 #include "flce.hpp"
 #if defined(TESSEL_PYTHON_CUDA)
+#include <type_traits>
+
 #include "flce_cuda.hpp"
 #endif
 
