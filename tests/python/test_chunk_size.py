@@ -1,6 +1,7 @@
 """tessel.linear_cross_entropy's chunk_size (flce::Options::chunk_size): every chunk of rows gives
 the heuristic plan's results to rounding, through both entry points; None and 0 are the
-heuristic; a negative size is tessel's ValueError, a non-integer a TypeError naming the option."""
+heuristic. Its refusals (negative: tessel's ValueError; not an integer: a TypeError naming the
+option) are with the others in test_errors.py."""
 
 import numpy as np
 import pytest
@@ -43,18 +44,3 @@ def test_autograd_results_agree_with_the_heuristic_plan(dtype):
                                                                                  atol=1e-3)
     for want, got in zip(run(None), run(3)):
         torch.testing.assert_close(got, want, **tolerance)
-
-
-def test_a_negative_chunk_size_is_tessels_value_error():
-    with pytest.raises(ValueError, match=r"chunk_size must be >= 0 .*got -4"):
-        numpy_call(np.float32, -4, "mean")
-    x, weight, target, _, _ = make_problem(np.float32, rows=ROWS)
-    with pytest.raises(ValueError, match=r"chunk_size must be >= 0 .*got -1"):
-        tessel.linear_cross_entropy(torch.tensor(x), torch.tensor(weight), torch.tensor(target),
-                                    chunk_size=-1)
-
-
-@pytest.mark.parametrize("bad", [2.5, "8"])
-def test_a_non_integer_chunk_size_is_a_type_error_naming_the_option(bad):
-    with pytest.raises(TypeError, match=r"the option chunk_size cannot be"):
-        numpy_call(np.float32, bad, "mean")

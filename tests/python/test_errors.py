@@ -47,6 +47,8 @@ def call(x, weight, target, **options):
     (lambda x, w, y, b, c: call(x, w, y, softcap=-2.0), r"softcap must be finite and >= 0"),
     (lambda x, w, y, b, c: call(x, w, y, temperature=0.0),
      r"temperature must be finite and > 0, got 0\."),
+    (lambda x, w, y, b, c: call(x, w, y, chunk_size=-4),
+     r"chunk_size must be >= 0 \(0 takes the plan's heuristic\), got -4\."),
     # dtypes and ranks (checked by the binding on the Python objects)
     (lambda x, w, y, b, c: call(x, w.astype(np.float64), y),
      r"weight has dtype f64 but must have input's dtype f32\."),
@@ -99,6 +101,8 @@ def test_same_errors_through_torch(problem):
                        match=r"class_weights has dtype f32 but must have input's dtype bf16"):
         tessel.linear_cross_entropy(bf16, torch.tensor(weight).bfloat16(), torch.tensor(target),
                                     class_weights=torch.ones(weight.shape[0]))
+    with pytest.raises(ValueError, match=r"chunk_size must be >= 0 .*got -1\."):
+        tessel.linear_cross_entropy(xt, torch.tensor(weight), torch.tensor(target), chunk_size=-1)
 
 
 def test_objects_that_are_not_arrays_are_a_type_error(problem):
@@ -113,6 +117,8 @@ def test_objects_that_are_not_arrays_are_a_type_error(problem):
     (dict(ignore_index=1.5), r"the option ignore_index cannot be 1\.5\."),
     (dict(reduction=None), r"the option reduction cannot be None\."),
     (dict(temperature=[1.0]), r"the option temperature cannot be \[1\.0\]\."),
+    (dict(chunk_size=2.5), r"the option chunk_size cannot be 2\.5\."),
+    (dict(chunk_size="8"), r"the option chunk_size cannot be '8'\."),
 ])
 def test_options_of_the_wrong_type_are_a_type_error_naming_them(problem, as_torch, options,
                                                                    message):
