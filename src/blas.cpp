@@ -6,6 +6,9 @@
 #include <cblas.h>
 
 #include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <string_view>
 #include <vector>
 
 // LAPACK's symmetric eigensolver (divide and conquer), Fortran calling convention: every argument
@@ -18,6 +21,15 @@ void dsyevd_(char const* jobz, char const* uplo, int const* n, double* a, int co
              double* work, int const* lwork, int* iwork, int const* liwork, int* info,
              std::size_t jobz_len, std::size_t uplo_len);
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// OpenBLAS's run-time choice of kernels, in its DYNAMIC_ARCH builds only (hence weak): quit
+// forgets the chosen core, init chooses again, reading OPENBLAS_CORETYPE first.
+extern "C" {
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
+}
+#endif
 
 namespace tessel::exec::detail {
 
@@ -52,7 +64,70 @@ int syevd(Syevd f, char uplo, index_t n, T* a, index_t lda, T* w, std::vector<T>
               as_int(static_cast<index_t>(iwork.size())));
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// The widest vectors an OpenBLAS core's kernels use: 0 SSE, 1 AVX, 2 AVX2 with FMA, 3 AVX-512;
+// -1 for a name not listed (a newer OpenBLAS's core, which tessel leaves alone).
+int core_vector_level(std::string_view core) {
+  std::string name(core);
+  for (char& ch : name) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  for (std::string_view sse :
+       {"katmai", "coppermine", "northwood", "prescott", "banias", "atom", "core2", "penryn",
+        "dunnington", "nehalem", "opteron", "opteron_sse3", "barcelona", "nano", "bobcat"})
+    if (name == sse) return 0;
+  for (std::string_view avx : {"sandybridge", "bulldozer", "piledriver", "steamroller"})
+    if (name == avx) return 1;
+  for (std::string_view avx2 : {"haswell", "excavator", "zen"})
+    if (name == avx2) return 2;
+  for (std::string_view avx512 : {"skylakex", "cooperlake", "sapphirerapids"})
+    if (name == avx512) return 3;
+  return -1;
+}
+
+// The widest vectors this CPU and its operating system support, on the same scale, with the
+// OpenBLAS core that uses them.
+struct CpuVectors {
+  int level;
+  char const* core;
+};
+CpuVectors cpu_vectors() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return {3, "SkylakeX"};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {2, "Haswell"};
+  if (__builtin_cpu_supports("avx")) return {1, "Sandybridge"};
+  return {0, nullptr};
+}
+
+// Debian 12's OpenBLAS (0.3.21) predates Sapphire Rapids: on it and on Emerald Rapids its CPU
+// detection finds no core it knows and falls back to its generic SSE3 kernels ("Prescott"),
+// which computed FLCE's products 4.4x slower than its AVX-512 ones on such a CPU (measured,
+// docs/benchmarks.md). When OpenBLAS's kernels use narrower vectors than the CPU has and the
+// user left OPENBLAS_CORETYPE unset, tessel has OpenBLAS choose again with the core that
+// matches the CPU. It runs while the program loads (OpenBLAS, a shared library this one needs,
+// is initialized first), on one thread, before any BLAS call. Quietly: tessel's command-line
+// tools promise one line on stderr, and OPENBLAS_VERBOSE=2 shows both choices ("Core: ...").
+void match_openblas_to_cpu() {
+  if (gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) return;
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  std::string const chosen = openblas_get_corename();
+  int const level = core_vector_level(chosen);
+  CpuVectors const cpu = cpu_vectors();
+  if (level < 0 || cpu.core == nullptr || level >= cpu.level) return;
+  if (setenv("OPENBLAS_CORETYPE", cpu.core, 1) != 0) return;
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  unsetenv("OPENBLAS_CORETYPE");
+}
+
+[[maybe_unused]] int const matched_at_load = (match_openblas_to_cpu(), 0);
+#endif
+
 }  // namespace
+
+char const* blas_kernels() {
+  return openblas_get_corename();
+}
 
 void blas_gemm(bool a_transposed, bool b_transposed, index_t m, index_t n, index_t k, float alpha,
                float const* a, index_t lda, float const* b, index_t ldb, float beta, float* c,

@@ -5,7 +5,9 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include <tessel/exec/dense.hpp>
@@ -182,6 +184,25 @@ TEST(DenseGemm, EveryThreadCountGivesTheSameBits) {
   expect_same_bits_for_every_thread_count<float>();
   expect_same_bits_for_every_thread_count<double>();
 }
+
+#if TESSEL_BLAS && defined(__x86_64__) && defined(__GNUC__)
+// Debian's OpenBLAS falls back to SSE kernels on x86 CPUs newer than it knows (Sapphire and
+// Emerald Rapids for 0.3.21); src/blas.cpp has it choose again while the program loads.
+TEST(HostBlas, RunsKernelsOfTheCpusWidestVectors) {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr)
+    GTEST_SKIP() << "OPENBLAS_CORETYPE is set, so it chooses OpenBLAS's kernels";
+  std::string_view const core = exec::detail::blas_kernels();
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+    EXPECT_TRUE(core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids") << core;
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    EXPECT_TRUE(core == "Haswell" || core == "Zen" || core == "Excavator") << core;
+  } else {
+    GTEST_SKIP() << "no AVX2 here: OpenBLAS's own choice (" << core << ") stands";
+  }
+}
+#endif
 
 TEST(DenseSyrk, SymmetricResultInEitherStorageOrder) {
   index_t const batch = 3, n = 70, k = 23;  // n spans three 32-wide mirror tiles

@@ -32,6 +32,12 @@ constexpr bool fits_blas_int(index_t x) {
 
 #if TESSEL_BLAS
 
+// The name of the BLAS kernels this process runs (OpenBLAS's core, e.g. "SkylakeX"). Where
+// Debian's OpenBLAS falls back to SSE kernels on a newer x86 CPU, tessel has it choose the
+// kernels of the CPU's widest vectors while the program loads, with a warning (src/blas.cpp);
+// OPENBLAS_CORETYPE, when set, decides instead.
+char const* blas_kernels();
+
 // C[m, n] = alpha op(A)[m, k] op(B)[k, n] + beta C, row-major C with leading dimension ldc. A is
 // read as the row-major (m, k) matrix at a with leading dimension lda, or, with a_transposed, as
 // the transpose of the row-major (k, m) one (a column-major A); B likewise. beta == 0 does not
