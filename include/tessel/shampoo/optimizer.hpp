@@ -796,8 +796,10 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                      std::span<RootResult>(results));
       // Packed state keeps a root's upper triangle: the root is made exactly symmetric from it, so
       // a saved and resumed optimizer steps as this one does (and as Distributed Shampoo's packed
-      // roots step).
-      if (saves_packed_roots()) mirror_upper_triangle(executor_, out.data(), g.count, m.d);
+      // roots step). Eigen roots already are (one SYRK, roots/eigen.hpp); coupled Newton's are
+      // symmetric only up to rounding.
+      if (saves_packed_roots() && options_.root.method == RootMethod::coupled_newton)
+        mirror_upper_triangle(executor_, out.data(), g.count, m.d);
       std::vector<T> commit(static_cast<std::size_t>(g.count), T(0));
       for (index_t slot = 0; slot < g.count; ++slot) {
         auto const i = static_cast<std::size_t>(slot);

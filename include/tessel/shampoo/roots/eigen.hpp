@@ -19,6 +19,7 @@
 #include "../../expr/cast.hpp"
 #include "../../expr/compare.hpp"
 #include "../../expr/map.hpp"
+#include "../../expr/math.hpp"
 #include "../../expr/where.hpp"
 #include "../../tensor/views.hpp"
 #include "../options.hpp"
@@ -50,7 +51,10 @@ inline bool adds_ridge(EigenConfig const& config) {
 // out_b = Q_b diag(f(lambda_b)) Q_b^T, f the eigenvalue map, from the eigendecomposition
 // q(b, i, j) = Q_b[i][j] (any layout) and lambda (count, d), which is read, not changed: the
 // inverse root of a fresh decomposition (eigen_roots_in) and of a cached one (eigendecomposed
-// Shampoo, every step). Two expressions and one batched GEMM.
+// Shampoo, every step). f is never negative (map_eigenvalue shifts or cuts the spectrum to >= 0
+// before the power), so out_b = S S^T with S = Q diag(sqrt f): one batched SYRK, half a GEMM's
+// flops, and an exactly symmetric result. A non-finite f stays non-finite in S, as in the GEMM.
+// Two expressions and the SYRK.
 template <class S, class X, class Q, class Out>
 void roots_from_eigendecomposition(X const& x, Q const& q, S const* lambda, index_t count,
                                    index_t d, EigenvalueMap const& rule, Out const& out) {
@@ -63,15 +67,16 @@ void roots_from_eigendecomposition(X const& x, Q const& q, S const* lambda, inde
   auto lmax = B::view(extremes.data() + count, make_layout(make_shape(count)));
   assign(lmin, min(l, mode<1>), x);
   assign(lmax, max(l, mode<1>), x);
-  assign(B::view(mapped.data(), make_layout(make_shape(count, d))),
-         map(MapEigenvalue{rule}, l,
-             B::view(static_cast<S const*>(extremes.data()), per_row_layout(count, d)),
-             B::view(static_cast<S const*>(extremes.data()) + count, per_row_layout(count, d))),
-         x);
-  // X = (Q diag(f)) Q^T: column j of Q scaled by f_j, then one batched product with Q^T.
+  assign(
+      B::view(mapped.data(), make_layout(make_shape(count, d))),
+      sqrt(map(MapEigenvalue{rule}, l,
+               B::view(static_cast<S const*>(extremes.data()), per_row_layout(count, d)),
+               B::view(static_cast<S const*>(extremes.data()) + count, per_row_layout(count, d)))),
+      x);
+  // X = S S^T: column j of Q scaled by sqrt(f_j), then one batched rank-d update.
   auto s = B::view(scaled.data(), detail::matrices_layout(count, d));
   assign(s, q * B::view(static_cast<S const*>(mapped.data()), per_column_layout(count, d)), x);
-  gemm(x, out, s, permute<0, 2, 1>(q));
+  syrk(x, out, s);
 }
 
 // work (count, d, d) row-major holds A (+ ridge) in S; on return it holds the eigenvectors
