@@ -34,7 +34,7 @@ constexpr bool fits_blas_int(index_t x) {
 
 // The name of the BLAS kernels this process runs (OpenBLAS's core, e.g. "SkylakeX"). Where
 // Debian's OpenBLAS falls back to SSE kernels on a newer x86 CPU, tessel has it choose the
-// kernels of the CPU's widest vectors while the program loads, with a warning (src/blas.cpp);
+// kernels of the CPU's widest vectors while the program loads, quietly (src/blas.cpp says why);
 // OPENBLAS_CORETYPE, when set, decides instead.
 char const* blas_kernels();
 
