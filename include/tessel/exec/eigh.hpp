@@ -42,10 +42,8 @@ int host_eigh_one(MatrixBatch<T> const& m, EigenvalueBatch<T> const& w, index_t 
 #if TESSEL_BLAS
 // The same with LAPACK's ?syevd on the matrix in place (exec/dense/blas.hpp); work, iwork and
 // values are the calling thread's workspace. A row-major matrix is its transpose in column-major,
-// so its lower triangle is LAPACK's upper one, and the eigenvectors come back as its rows. It is
-// mirrored onto its upper triangle first and decomposed as LAPACK's lower one: OpenBLAS 0.3.21's
-// ssyevd took 94-101 ms on a 1024 x 1024 float matrix through 'L' and 120-145 ms through 'U'
-// (one thread, AVX-512; its 'U' reduction runs a slower ssymv), and the mirror costs about 1 ms.
+// so its lower triangle is LAPACK's upper one, and the eigenvectors come back as its rows (then
+// transposed in place, in tiles).
 template <class T>
 int host_eigh_lapack(MatrixBatch<T> const& m, EigenvalueBatch<T> const& w, index_t b,
                      std::vector<T>& work, std::vector<int>& iwork, std::vector<T>& values) {
@@ -53,9 +51,7 @@ int host_eigh_lapack(MatrixBatch<T> const& m, EigenvalueBatch<T> const& w, index
   index_t const n = m.rows, ld = m.leading();
   bool const row_major = m.row_major();
   values.resize(static_cast<std::size_t>(n));
-  if (row_major)
-    for_each_upper_pair(n, [&](index_t i, index_t j) { a[i * ld + j] = a[j * ld + i]; });
-  int const info = lapack_syevd('L', n, a, ld, values.data(), work, iwork);
+  int const info = lapack_syevd(row_major ? 'U' : 'L', n, a, ld, values.data(), work, iwork);
   if (info != 0) return info > 0 ? info : 1;
   if (row_major)
     for_each_upper_pair(n, [&](index_t i, index_t j) { std::swap(a[i * ld + j], a[j * ld + i]); });
