@@ -68,18 +68,22 @@ int syevd(Syevd f, char uplo, index_t n, T* a, index_t lda, T* w, std::vector<T>
 // The widest vectors an OpenBLAS core's kernels use: 0 SSE, 1 AVX, 2 AVX2 with FMA, 3 AVX-512;
 // -1 for a name not listed (a newer OpenBLAS's core, which tessel leaves alone).
 int core_vector_level(std::string_view core) {
+  struct Core {
+    std::string_view name;
+    int level;
+  };
+  static constexpr Core cores[] = {
+      {"katmai", 0},        {"coppermine", 0}, {"northwood", 0},   {"prescott", 0},
+      {"banias", 0},        {"atom", 0},       {"core2", 0},       {"penryn", 0},
+      {"dunnington", 0},    {"nehalem", 0},    {"opteron", 0},     {"opteron_sse3", 0},
+      {"barcelona", 0},     {"nano", 0},       {"bobcat", 0},      {"sandybridge", 1},
+      {"bulldozer", 1},     {"piledriver", 1}, {"steamroller", 1}, {"haswell", 2},
+      {"excavator", 2},     {"zen", 2},        {"skylakex", 3},    {"cooperlake", 3},
+      {"sapphirerapids", 3}};
   std::string name(core);
   for (char& ch : name) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
-  for (std::string_view sse :
-       {"katmai", "coppermine", "northwood", "prescott", "banias", "atom", "core2", "penryn",
-        "dunnington", "nehalem", "opteron", "opteron_sse3", "barcelona", "nano", "bobcat"})
-    if (name == sse) return 0;
-  for (std::string_view avx : {"sandybridge", "bulldozer", "piledriver", "steamroller"})
-    if (name == avx) return 1;
-  for (std::string_view avx2 : {"haswell", "excavator", "zen"})
-    if (name == avx2) return 2;
-  for (std::string_view avx512 : {"skylakex", "cooperlake", "sapphirerapids"})
-    if (name == avx512) return 3;
+  for (Core const& c : cores)
+    if (name == c.name) return c.level;
   return -1;
 }
 
@@ -101,7 +105,7 @@ CpuVectors cpu_vectors() {
 
 // Debian 12's OpenBLAS (0.3.21) predates Sapphire Rapids: on it and on Emerald Rapids its CPU
 // detection finds no core it knows and falls back to its generic SSE3 kernels ("Prescott"),
-// which computed FLCE's products 4.4x slower than its AVX-512 ones on such a CPU (measured,
+// which made FLCE 4.8x slower than its AVX-512 ones on such a CPU (8987 against 1872 ms,
 // docs/benchmarks.md). When OpenBLAS's kernels use narrower vectors than the CPU has and the
 // user left OPENBLAS_CORETYPE unset, tessel has OpenBLAS choose again with the core that
 // matches the CPU. It runs while the program loads (OpenBLAS, a shared library this one needs,
