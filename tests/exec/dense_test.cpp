@@ -157,12 +157,20 @@ TEST(DenseGemm, EveryExecutorAgrees) {
   }
 }
 
+// 256-wide tiles, 1024-wide ones on spans that still give 16 of them, and widths in between.
+static_assert(exec::detail::dense_tile_span(37) == 256);
+static_assert(exec::detail::dense_tile_span(4096) == 256);
+static_assert(exec::detail::dense_tile_span(8000) == 500);
+static_assert(exec::detail::dense_tile_span(16384) == 1024);
+static_assert(exec::detail::dense_tile_span(32000) == 1024);
+
 // The tiling depends on the shapes only, so the thread count changes no bit: each element is
 // computed in the same tile by the same kernel (Eigen's or the BLAS's), k deep enough to be
-// blocked. Spans of 1000, 37 and 517 give 3, 1 and 2 tiles.
+// blocked. Spans of 1000, 37, 517 and 17000 give 3, 1, 2 and 16 tiles (the last 1024 wide).
 template <class T>
 void expect_same_bits_for_every_thread_count() {
-  for (auto const& mn : {std::pair<index_t, index_t>{37, 1000}, {1000, 37}, {61, 517}}) {
+  for (auto const& mn :
+       {std::pair<index_t, index_t>{37, 1000}, {1000, 37}, {61, 517}, {5, 17000}}) {
     // Named copies: lambdas in OpenMP translation units cannot capture structured bindings in
     // clang 16 (the sanitizer build's compiler).
     index_t const m = mn.first, n = mn.second;

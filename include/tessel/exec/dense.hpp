@@ -25,13 +25,18 @@ namespace tessel::exec {
 
 namespace detail {
 
-// Output rows (or columns) per tile of a host product. The tiling depends on the shapes only,
-// never on the thread count, so every element is computed in the same tile by the same kernel
-// whatever the executor: the same bits for every thread count (a BLAS, like Eigen, may round a
-// tile's edge differently from its inside, so tiles that moved with the thread count would not
-// give that). Wide enough that packing the shared operand again per tile is small next to the
-// tile's product.
-inline constexpr index_t dense_tile_span = 256;
+// Output rows (or columns) per tile of a host product cut along a mode of `span`. The tiling
+// depends on the shapes only, never on the thread count, so every element is computed in the same
+// tile by the same kernel whatever the executor: the same bits for every thread count (a BLAS,
+// like Eigen, may round a tile's edge differently from its inside, so tiles that moved with the
+// thread count would not give that). Each tile packs the operand all tiles share again, one copy
+// per 2 * width flops, so tiles are 256 wide, and up to 1024 where the span is long enough to
+// still give 16 of them: FLCE's (chunk, vocabulary) logits and (vocabulary, hidden) grad_weight,
+// where 1024-wide tiles made the call 6-14% faster at H 512 and 0-5% at H 2048
+// (docs/benchmarks.md).
+constexpr index_t dense_tile_span(index_t span) {
+  return std::clamp<index_t>(span / 16, 256, 1024);
+}
 
 // Keeps Eigen's own OpenMP parallelization off while a host dense call runs on one thread (Eigen
 // otherwise starts a team of omp_get_max_threads() for a large product). omp_set_num_threads sets
@@ -98,7 +103,8 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
   if (batch == 0 || m == 0 || n == 0) return;
   bool const by_cols = n >= m;
   index_t const span = by_cols ? n : m;
-  index_t const tiles = std::max<index_t>(1, span / dense_tile_span);  // the last one is wider
+  index_t const tile = dense_tile_span(span);
+  index_t const tiles = std::max<index_t>(1, span / tile);  // the last one is wider
   T const alpha = static_cast<T>(s.alpha), beta = static_cast<T>(s.beta);
   bool const blas =
       host_blas_v<T> && fits_blas_int(std::max({m, n, k, c.leading(), a.leading(), b.leading()}));
@@ -106,8 +112,8 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
     auto run = [&](index_t begin, index_t end) {
       for (index_t task = begin; task < end; ++task) {
         index_t const mat = task / tiles;
-        index_t const first = task % tiles * dense_tile_span;
-        index_t const count = task % tiles + 1 < tiles ? dense_tile_span : span - first;
+        index_t const first = task % tiles * tile;
+        index_t const count = task % tiles + 1 < tiles ? tile : span - first;
         auto cm = eigen_map<true>(c, mat);
         auto am = eigen_map<decltype(a_row)::value>(a, a.batch == 1 ? 0 : mat);
         auto bm = eigen_map<decltype(b_row)::value>(b, b.batch == 1 ? 0 : mat);
