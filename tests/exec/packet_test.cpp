@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include <tessel/tessel.hpp>
@@ -225,7 +226,9 @@ TEST(ExpShiftedInPlace, GivesExpOfTheShiftedRowAndItsSum) {
 
 TEST(ExpShiftedInPlace, LeavesARowWithANonFiniteMaximumUnwritten) {
   std::vector<std::vector<float>> const rows = {
-      {1.0f, inf, 2.0f, 0.5f, 3.0f}, {1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN(), 0.5f, 3.0f}, {-inf, -inf, -inf, -inf, -inf}};
+      {1.0f, inf, 2.0f, 0.5f, 3.0f},
+      {1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN(), 0.5f, 3.0f},
+      {-inf, -inf, -inf, -inf, -inf}};
   for (auto const& row : rows) {
     std::vector<float> x = row;
     auto const e = exec::exp_shifted_in_place(x.data(), index_t(x.size()));
@@ -239,5 +242,79 @@ TEST(ExpShiftedInPlace, LeavesARowWithANonFiniteMaximumUnwritten) {
   EXPECT_EQ(x[0], 0.0f);  // exp(-inf) is exactly 0, as the softmax needs
   EXPECT_EQ(x[4], 1.0f);
 }
+
+#if TESSEL_BLAS
+// The AVX-512 / AVX2 kernel behind the float rows of builds whose packets are narrower
+// (exec/host/wide_exp.hpp), in each form the CPU runs: within an ulp of exp in double at every
+// length around both vector widths, including arguments below ln(FLT_MIN) (then 0), -inf (0) and 0
+// (exactly 1); the sum to float rounding; and run wherever the CPU has the vectors.
+TEST(WideExp, ExpOfTheShiftedRowWithinAnUlpAndItsSum) {
+  std::string_view const chosen = exec::detail::wide_exp_kernels();
+  __builtin_cpu_init();
+  bool const avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  EXPECT_EQ(chosen, !avx2 ? "none" : __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2");
+  if (chosen == "none")
+    GTEST_SKIP() << "neither AVX-512 nor AVX2 here: the build's own packets compute the row";
+  for (std::string_view kernels : {"AVX-512", "AVX2"}) {
+    SCOPED_TRACE(kernels);
+    float unused = 0;
+    if (!exec::detail::wide_exp_shifted_in(kernels, &unused, 1, 0.0f, unused)) {
+      EXPECT_EQ(kernels, "AVX-512");  // an AVX2 CPU
+      continue;
+    }
+    for (index_t n : {1, 7, 8, 9, 15, 16, 17, 33, 1000}) {
+      SCOPED_TRACE(n);
+      std::vector<float> x(static_cast<std::size_t>(n));
+      for (index_t j = 0; j < n; ++j)  // -100 to 0, a 0 (the maximum), a -inf
+        x[std::size_t(j)] = -100.0f * static_cast<float>(std::abs(std::sin(0.37 * double(j + 1))));
+      x[std::size_t(n / 2)] = 0.0f;
+      if (n > 2) x[1] = -inf;
+      std::vector<float> const before = x;
+      float sum = 0;
+      ASSERT_TRUE(exec::detail::wide_exp_shifted_in(kernels, x.data(), n, 0.0f, sum));
+      double want_sum = 0;
+      for (index_t j = 0; j < n; ++j) {
+        double const arg = before[std::size_t(j)];
+        double const want = arg < -87.33654475 ? 0.0 : std::exp(arg);
+        EXPECT_NEAR(x[std::size_t(j)], want, 1.2e-7 * want) << "exp(" << arg << ")";
+        want_sum += want;
+      }
+      EXPECT_EQ(x[std::size_t(n / 2)], 1.0f);
+      EXPECT_NEAR(sum, want_sum, 1e-6 * want_sum);
+    }
+    // Every argument of a fine grid over [-87, 0], with a shift, against exp in double.
+    std::vector<float> grid;
+    for (double a = -87.0; a <= 0.0; a += 0.0137) grid.push_back(static_cast<float>(a + 5.0));
+    std::vector<float> const before = grid;
+    float sum = 0;
+    ASSERT_TRUE(
+        exec::detail::wide_exp_shifted_in(kernels, grid.data(), index_t(grid.size()), 5.0f, sum));
+    double worst = 0;
+    for (std::size_t j = 0; j < grid.size(); ++j) {
+      double const want = std::exp(double(before[j] - 5.0f));
+      worst = std::max(worst, std::abs(grid[j] - want) / want);
+    }
+    EXPECT_LT(worst, 1.2e-7);  // an ulp of float (7e-8 measured)
+  }
+}
+
+// exp_shifted_in_place on float rows takes that kernel where it helps, with the same results.
+TEST(WideExp, FloatRowsOfExpShiftedInPlaceAgreeWithIt) {
+  if (std::string_view(exec::detail::wide_exp_kernels()) == "none")
+    GTEST_SKIP() << "neither AVX-512 nor AVX2 here";
+  std::vector<float> a(1003);
+  for (std::size_t j = 0; j < a.size(); ++j) a[j] = 4.0f * std::cos(0.11f * float(j));
+  std::vector<float> b = a;
+  auto const e = exec::exp_shifted_in_place(a.data(), index_t(a.size()));
+  float sum = 0;
+  ASSERT_TRUE(exec::detail::wide_exp_shifted(b.data(), index_t(b.size()), e.max, sum));
+  if (exec::detail::wide_exp_may_help) {
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(e.sum, sum);
+  } else {  // an AVX-512 build: its own packets, to rounding
+    for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 3e-7f * b[j]) << j;
+  }
+}
+#endif
 
 }  // namespace

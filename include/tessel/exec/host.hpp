@@ -37,6 +37,7 @@
 #include "executors.hpp"
 #include "host/packet.hpp"
 #include "host/streaming.hpp"
+#include "host/wide_exp.hpp"
 #include "lower.hpp"
 #include "route.hpp"
 
@@ -486,14 +487,21 @@ struct ShiftedExp {
 };
 
 // x_j <- exp(x_j - m) over a contiguous row of n > 0 elements, m = max_j x_j: the unnormalized
-// softmax in one exp per element (the host's vector path where S has one), the passes the host's
-// one-exp softmax makes. A row whose maximum is not finite (a +inf or a NaN in it, or all -inf),
+// softmax in one exp per element (the host's vector path where S has one; for float, the CPU's
+// widest vectors where they are wider than this build's packets), the passes the host's one-exp
+// softmax makes. A row whose maximum is not finite (a +inf or a NaN in it, or all -inf),
 // where exp(x_j - m) is not the softmax's numerator, is left unwritten: sum is then NaN.
 template <class S>
 ShiftedExp<S> exp_shifted_in_place(S* x, index_t n) {
   LeafEval<S, 1> const row{x, 1, {}};
   S const m = detail::reduce_run(MaxOp<S>{}, row, 0, n, 0, true);
   if (!math::isfinite(m)) return {m, std::numeric_limits<S>::quiet_NaN()};
+#if TESSEL_BLAS
+  // The CPU's widest vectors where this build's packets are narrower (exec/host/wide_exp.hpp).
+  if constexpr (std::is_same_v<S, float> && detail::wide_exp_may_help) {
+    if (S sum; detail::wide_exp_shifted(x, n, m, sum)) return {m, sum};
+  }
+#endif
   DstEval<S, 1> const out{x, 1, {}};
   using Shifted = MapEval<ops::Sub, LeafEval<S, 1>, ScalarEval<S>>;
   detail::run_elementwise(out,

@@ -1,0 +1,166 @@
+// tessel::blas's vector kernel for the host's one-exp softmax row (declared in
+// tessel/exec/host/wide_exp.hpp): the same arithmetic in AVX-512 and in AVX2+FMA, each in a
+// function compiled for its instruction set by a target attribute, and the CPU's widest chosen
+// once, when first called. Intrinsics only, and nothing inline shared with other translation
+// units: a function compiled for AVX-512 must never be the copy an SSE caller links to.
+#include <tessel/exec/host/wide_exp.hpp>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TESSEL_WIDE_EXP_X86 1
+// GCC 12's AVX-512 intrinsics make their "undefined" operands by self-initialization, which its
+// uninitialized-use warnings flag wherever they are inlined (a false positive fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#define TESSEL_WIDE_EXP_X86 0
+#endif
+
+namespace tessel::exec::detail {
+
+namespace {
+
+// exp(r) = 2^k exp(f), k = round(r / ln 2), f = r - k ln 2 in [-ln2/2, ln2/2], exp(f) by its
+// Taylor polynomial of degree 7 (truncation error below 6e-9 relative there, under a tenth of
+// an ulp; the rest is the Horner steps' rounding). ln 2 is split into a part with a short
+// mantissa, so that k * ln2_hi is exact for the k that occur, and the remainder.
+constexpr float log2e = 1.44269504088896341f;
+constexpr float ln2_hi = 0.693145751953125f;
+constexpr float ln2_lo = 1.42860682030941723e-6f;
+constexpr float taylor[] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24,
+                            1.0f / 6,    0.5f,       1.0f,       1.0f};
+// Below ln(FLT_MIN) the result would be subnormal: it is 0 instead (and k stays >= -126, so
+// 2^k is a normal float).
+constexpr float smallest_argument = -87.33654475f;
+
+enum class Vectors { none, avx2, avx512 };
+
+Vectors cpu_vectors() {
+#if TESSEL_WIDE_EXP_X86
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return Vectors::none;
+  return __builtin_cpu_supports("avx512f") ? Vectors::avx512 : Vectors::avx2;
+#endif
+  return Vectors::none;
+}
+
+Vectors vectors() {
+  static Vectors const v = cpu_vectors();
+  return v;
+}
+
+#if TESSEL_WIDE_EXP_X86
+
+__attribute__((target("avx512f"))) __m512 exp16(__m512 r) {
+  // max(lowest, r) keeps a NaN (maxps returns its second operand when either is NaN).
+  __m512 const x = _mm512_max_ps(_mm512_set1_ps(smallest_argument - 1.0f), r);
+  __m512 const k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(log2e)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_fnmadd_ps(k, _mm512_set1_ps(ln2_hi), x);
+  f = _mm512_fnmadd_ps(k, _mm512_set1_ps(ln2_lo), f);
+  __m512 p = _mm512_set1_ps(taylor[0]);
+  for (int i = 1; i < 8; ++i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(taylor[i]));
+  __m512i const bits =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
+  __m512 const e = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+  __mmask16 const tiny = _mm512_cmp_ps_mask(r, _mm512_set1_ps(smallest_argument), _CMP_LT_OQ);
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), e);
+}
+
+__attribute__((target("avx512f"))) float exp_shifted_avx512(float* x, index_t n, float m) {
+  __m512 const shift = _mm512_set1_ps(m);
+  __m512 sum = _mm512_setzero_ps();
+  index_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m512 const e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), shift));
+    _mm512_storeu_ps(x + j, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (j < n) {
+    auto const lanes = static_cast<__mmask16>((1u << (n - j)) - 1u);
+    __m512 const e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, x + j), shift));
+    _mm512_mask_storeu_ps(x + j, lanes, e);
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(lanes, e));
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
+__attribute__((target("avx2,fma"))) __m256 exp8(__m256 r) {
+  __m256 const x = _mm256_max_ps(_mm256_set1_ps(smallest_argument - 1.0f), r);
+  __m256 const k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(log2e)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 f = _mm256_fnmadd_ps(k, _mm256_set1_ps(ln2_hi), x);
+  f = _mm256_fnmadd_ps(k, _mm256_set1_ps(ln2_lo), f);
+  __m256 p = _mm256_set1_ps(taylor[0]);
+  for (int i = 1; i < 8; ++i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(taylor[i]));
+  __m256i const bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  __m256 const e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+  __m256 const tiny = _mm256_cmp_ps(r, _mm256_set1_ps(smallest_argument), _CMP_LT_OQ);
+  return _mm256_andnot_ps(tiny, e);
+}
+
+__attribute__((target("avx2,fma"))) float exp_shifted_avx2(float* x, index_t n, float m) {
+  __m256 const shift = _mm256_set1_ps(m);
+  __m256 sum = _mm256_setzero_ps();
+  index_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 const e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), shift));
+    _mm256_storeu_ps(x + j, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  if (j < n) {  // the tail through a padded copy: -inf pads give exp 0
+    alignas(32) float tail[8];
+    for (int i = 0; i < 8; ++i) tail[i] = j + i < n ? x[j + i] : -__builtin_inff();
+    __m256 const e = exp8(_mm256_sub_ps(_mm256_load_ps(tail), shift));
+    _mm256_store_ps(tail, e);
+    for (index_t i = 0; j + i < n; ++i) x[j + i] = tail[i];
+    sum = _mm256_add_ps(sum, e);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  for (int width = 4; width >= 1; width /= 2)
+    for (int i = 0; i < width; ++i) lanes[i] += lanes[i + width];
+  return lanes[0];
+}
+
+#endif
+
+}  // namespace
+
+char const* wide_exp_kernels() {
+  switch (vectors()) {
+    case Vectors::avx512:
+      return "AVX-512";
+    case Vectors::avx2:
+      return "AVX2";
+    case Vectors::none:
+      return "none";
+  }
+  return "none";
+}
+
+bool wide_exp_shifted(float* x, index_t n, float m, float& sum) {
+  return wide_exp_shifted_in(wide_exp_kernels(), x, n, m, sum);
+}
+
+bool wide_exp_shifted_in(std::string_view kernels, float* x, index_t n, float m, float& sum) {
+#if TESSEL_WIDE_EXP_X86
+  Vectors const cpu = vectors();
+  if (kernels == "AVX-512" && cpu == Vectors::avx512) {
+    sum = exp_shifted_avx512(x, n, m);
+    return true;
+  }
+  if (kernels == "AVX2" && cpu != Vectors::none) {
+    sum = exp_shifted_avx2(x, n, m);
+    return true;
+  }
+#else
+  (void)kernels, (void)x, (void)n, (void)m, (void)sum;
+#endif
+  return false;
+}
+
+}  // namespace tessel::exec::detail
