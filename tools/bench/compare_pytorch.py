@@ -6,7 +6,8 @@ bench_flce_host tessel_bench_shampoo``; not part of CI, run it on a quiet machin
 
     tools/bench/compare_pytorch.py --meta ~/src/optimizers [--compile]
         [--python /path/to/venv/bin/python] [--tessel-bin build/bench/bin]
-        [--threads 1,2] [--runs 5] [--warmup 1]
+        [--threads 1,2] [--runs 5] [--warmup 1] [--rounds 1]
+        [--flce-shapes 2048x512x32000,4096x2048x32000]
         [--svg docs/img/compare_pytorch.svg] [--json results.json] [--quick]
 
 Without ``--python`` the script uses the interpreter running it when ``torch`` imports there,
@@ -28,6 +29,11 @@ V 32000 and BT 4096 / H 2048 / V 32000, at 1 and 2 threads.
     tensors requiring grad (grads set to None before each call); with ``--compile`` also the
     same function under ``torch.compile`` (default mode; compiled during the warm-up).
   * time: the median of ``--runs`` calls after ``--warmup`` calls.
+  * ``--rounds R`` measures each configuration R times, tessel and its peer back to back, the
+    side that goes first alternating: on a machine whose speed drifts over minutes (a shared VM),
+    one tessel run and one peer run minutes apart compare two machines. Each side's time is then
+    the median of its R medians, the ratio the median of the R per-round ratios, and the table
+    adds their range.
   * extra memory: the growth of the process's peak resident set (VmHWM) over one call, in a
     fresh process per configuration, measured the same way on every side: after the warm-up,
     free heap memory is returned to the system (glibc malloc_trim) and the peak is reset to the
@@ -283,12 +289,14 @@ def tessel_runs(binary, bench_filter, extra_args, threads, warmup, runs):
     return [b["real_time"] * scale for b in kept], kept[-1]
 
 
-def tessel_flce(binary, shape, threads, warmup, runs):
-    """tessel's time (median) and extra memory (peak RSS growth) at one shape."""
+def tessel_flce(binary, shape, threads, warmup, runs, memory=True):
+    """tessel's time (median) and, with `memory`, extra memory (peak RSS growth) at one shape."""
     bt, hidden, vocab = shape
     shape_arg = f"--flce_shape={bt},{hidden},{vocab}"
     name = f"^BM_FlceHostShape/{bt}/{hidden}/{vocab}/"
     times, _ = tessel_runs(binary, name, [shape_arg], threads, warmup, runs)
+    if not memory:
+        return {"ms": statistics.median(times)}
     _, counters = tessel_runs(binary, name, [shape_arg, "--rss"], threads, 0, 1)
     return {"ms": statistics.median(times), "extra_bytes": counters["rss_extra_bytes"],
             "heap_bytes": counters["extra_bytes"], "chunk_size": counters["chunk_size"]}
@@ -306,6 +314,32 @@ def torch_worker(worker, mode, threads, settings, shape=None):
     return run_json(command, threads)
 
 
+def in_rounds(settings, label, ours, theirs):
+    """(tessel, peer, per-round ratios) of one configuration over settings.rounds rounds: each
+    round runs both sides back to back, tessel first in even rounds; the sides' results are the
+    first round's with "ms" replaced by the median over the rounds. ours(round) and
+    theirs(round) measure one side."""
+    mine, peer, ratios = [], [], []
+    for r in range(settings.rounds):
+        sides = [("tessel", ours, mine), ("peer", theirs, peer)]
+        for name, measure, out in sides if r % 2 == 0 else sides[::-1]:
+            label(name, r)
+            out.append(measure(r))
+        ratios.append(mine[-1]["ms"] / peer[-1]["ms"])
+    first_mine, first_peer = dict(mine[0]), dict(peer[0])
+    first_mine["ms"] = statistics.median(m["ms"] for m in mine)
+    first_peer["ms"] = statistics.median(p["ms"] for p in peer)
+    return first_mine, first_peer, ratios
+
+
+def round_label(progress, settings, what, peer_name):
+    """A progress callback for in_rounds."""
+    def label(side, r):
+        of = f" (round {r + 1}/{settings.rounds})" if settings.rounds > 1 else ""
+        progress(f"{what}: {'tessel' if side == 'tessel' else peer_name}{of}")
+    return label
+
+
 def measure_flce(settings, shapes, progress):
     """Rows of the FLCE comparison."""
     binary = settings.tessel_bin / "bench_flce_host"
@@ -313,14 +347,16 @@ def measure_flce(settings, shapes, progress):
     rows = []
     for shape in shapes:
         for threads in settings.threads:
-            progress(f"FLCE {shape} at {threads} thread(s): tessel")
-            ours = tessel_flce(binary, shape, threads, settings.warmup, settings.runs)
             for peer in peers:
-                progress(f"FLCE {shape} at {threads} thread(s): PyTorch {peer}")
-                theirs = torch_worker("flce", peer, threads, settings, shape)
+                what = f"FLCE {shape} at {threads} thread(s)"
+                ours, theirs, ratios = in_rounds(
+                    settings, round_label(progress, settings, what, f"PyTorch {peer}"),
+                    lambda r: tessel_flce(binary, shape, threads, settings.warmup,
+                                          settings.runs, memory=r == 0),
+                    lambda r: torch_worker("flce", peer, threads, settings, shape))
                 rows.append({"workload": "flce", "case": "x".join(map(str, shape)),
                              "threads": threads, "peer": f"PyTorch {peer}",
-                             "tessel": ours, "other": theirs})
+                             "tessel": ours, "other": theirs, "round_ratios": ratios})
     return rows
 
 
@@ -330,14 +366,19 @@ def measure_shampoo(settings, progress):
     rows = []
     for threads in settings.threads:
         for mode, arg in (("regular", 0), ("all_roots", 1)):
-            progress(f"Shampoo {mode} step at {threads} thread(s): tessel")
-            times, _ = tessel_runs(binary, f"^BM_ShampooStep/{arg}/", [], threads,
-                                   settings.warmup, settings.runs)
-            progress(f"Shampoo {mode} step at {threads} thread(s): Meta")
-            theirs = torch_worker("shampoo", mode, threads, settings)
+            def ours(_, arg=arg, threads=threads):
+                times, _ = tessel_runs(binary, f"^BM_ShampooStep/{arg}/", [], threads,
+                                       settings.warmup, settings.runs)
+                return {"ms": statistics.median(times)}
+
+            what = f"Shampoo {mode} step at {threads} thread(s)"
+            ours, theirs, ratios = in_rounds(
+                settings, round_label(progress, settings, what, "Meta"), ours,
+                lambda _, mode=mode, threads=threads: torch_worker("shampoo", mode, threads,
+                                                                   settings))
             rows.append({"workload": mode, "case": "MLP 1024x4096, 4096x1024",
                          "threads": threads, "peer": "Meta DistributedShampoo",
-                         "tessel": {"ms": statistics.median(times)}, "other": theirs})
+                         "tessel": ours, "other": theirs, "round_ratios": ratios})
     return rows
 
 
@@ -367,24 +408,32 @@ def memory_ratio(ours, theirs):
     return f"{a / b:.3f}" if a >= 0 and b > 0 else "n/a"
 
 
+def time_ratio(row):
+    """tessel's time over the peer's: the median of the rounds' ratios."""
+    return statistics.median(row["round_ratios"])
+
+
 def print_table(rows, load_start, load_end):
     """The one table of the comparison."""
-    header = ("workload", "case", "thr", "peer", "tessel ms", "peer ms", "time ratio", "goal",
-              "tessel MB", "peer MB", "MB ratio")
+    rounds = max(len(r["round_ratios"]) for r in rows)
+    header = ("workload", "case", "thr", "peer", "tessel ms", "peer ms", "time ratio") + (
+        ("rounds' ratios",) if rounds > 1 else ()) + ("goal", "tessel MB", "peer MB", "MB ratio")
     lines = [header]
     for r in rows:
         ours, theirs = r["tessel"], r["other"]
+        spread = (f"{min(r['round_ratios']):.2f}-{max(r['round_ratios']):.2f}",) if rounds > 1 \
+            else ()
         lines.append((r["workload"], r["case"], str(r["threads"]), r["peer"],
-                      f"{ours['ms']:.1f}", f"{theirs['ms']:.1f}",
-                      f"{ours['ms'] / theirs['ms']:.2f}", goal_text(r), megabytes(ours),
-                      megabytes(theirs), memory_ratio(ours, theirs)))
+                      f"{ours['ms']:.1f}", f"{theirs['ms']:.1f}", f"{time_ratio(r):.2f}")
+                     + spread + (goal_text(r), megabytes(ours), megabytes(theirs),
+                                 memory_ratio(ours, theirs)))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for i, line in enumerate(lines):
         print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
         if i == 0:
             print("  ".join("-" * w for w in widths))
     print(f"load average (1, 5, 15 min): start {load_start}, end {load_end}; "
-          "time ratio = tessel / peer; MB = peak resident-set growth beyond inputs and outputs "
+          f"time ratio = tessel / peer{' (median of the rounds)' if rounds > 1 else ''}; MB = peak resident-set growth beyond inputs and outputs "
           "(goal: tessel <= 1/8 of eager's)")
 
 
@@ -402,7 +451,7 @@ def plot(rows, svg, title):
     ratio_ax = axes[0][0]
     labels = [f"{r['workload']}{' ' + r['case'] if r['workload'] == 'flce' else ''}\n"
               f"{r['threads']} thr vs {r['peer'].replace('PyTorch ', '')}" for r in rows]
-    ratios = [r["tessel"]["ms"] / r["other"]["ms"] for r in rows]
+    ratios = [time_ratio(r) for r in rows]
     colors = ["tab:gray" if goal(r) is None else "tab:green" if q <= goal(r) else "tab:red"
               for q, r in zip(ratios, rows)]
     ratio_ax.barh(range(len(rows)), ratios, color=colors)
@@ -503,6 +552,12 @@ def parse_args(argv):
                         help="timed runs per measurement (median; default 5, quick 2)")
     parser.add_argument("--warmup", type=int, default=None,
                         help="untimed runs before them (default 1)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure each configuration this many times, the sides back to "
+                             "back (default 1)")
+    parser.add_argument("--flce-shapes",
+                        help="FLCE shapes as BTxHxV, comma-separated (default "
+                             "2048x512x32000,4096x2048x32000; --quick: two small ones)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: small FLCE shapes, few runs (figures meaningless)")
     parser.add_argument("--svg", type=Path, default=REPO / "docs" / "img" / "compare_pytorch.svg",
@@ -524,8 +579,18 @@ def parse_args(argv):
         args.runs = 2 if args.quick else 5
     if args.warmup is None:
         args.warmup = 1
-    if args.runs < 1 or args.warmup < 0:
-        fail("--runs must be >= 1 and --warmup >= 0.")
+    if args.runs < 1 or args.warmup < 0 or args.rounds < 1:
+        fail("--runs and --rounds must be >= 1 and --warmup >= 0.")
+    if args.flce_shapes is not None:
+        text = args.flce_shapes
+        try:
+            args.flce_shapes = tuple(tuple(int(n) for n in shape.split("x"))
+                                     for shape in text.split(","))
+        except ValueError:
+            args.flce_shapes = ((0,),)
+        if any(len(shape) != 3 or min(shape) < 1 for shape in args.flce_shapes):
+            fail(f"--flce-shapes takes comma-separated BTxHxV with three positive integers "
+                 f"each, got '{text}'.")
     if args.worker is not None:
         args.threads = args.worker_threads
         if args.shape:
@@ -561,7 +626,7 @@ def main(argv):
 
     load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    shapes = QUICK_SHAPES if settings.quick else FULL_SHAPES
+    shapes = settings.flce_shapes or (QUICK_SHAPES if settings.quick else FULL_SHAPES)
     rows = measure_flce(settings, shapes, progress)
     if settings.meta is not None:
         rows += measure_shampoo(settings, progress)
