@@ -31,8 +31,8 @@ constexpr float ln2_hi = 0.693145751953125f;
 constexpr float ln2_lo = 1.42860682030941723e-6f;
 constexpr float taylor[] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24,
                             1.0f / 6,    0.5f,       1.0f,       1.0f};
-// Below ln(FLT_MIN) the result would be subnormal: it is 0 instead (and k stays >= -126, so
-// 2^k is a normal float).
+// Below ln(FLT_MIN) the result would be subnormal: it is 0 instead. Such arguments (and -inf)
+// are first raised to one below it, so that k stays within float's exponent field.
 constexpr float smallest_argument = -87.33654475f;
 
 enum class Vectors { none, avx2, avx512 };
