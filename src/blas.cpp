@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cpu_vectors.hpp"
+
 // LAPACK's symmetric eigensolver (divide and conquer), Fortran calling convention: every argument
 // by address, the lengths of the two character arguments last.
 extern "C" {
@@ -87,20 +89,10 @@ int core_vector_level(std::string_view core) {
   return -1;
 }
 
-// The widest vectors this CPU and its operating system support, on the same scale, with the
-// OpenBLAS core that uses them.
-struct CpuVectors {
-  int level;
-  char const* core;
-};
-CpuVectors cpu_vectors() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    return {3, "SkylakeX"};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {2, "Haswell"};
-  if (__builtin_cpu_supports("avx")) return {1, "Sandybridge"};
-  return {0, nullptr};
+// The OpenBLAS core whose kernels use the vectors of cpu_vector_level()'s `level`; null for SSE.
+char const* core_of_level(int level) {
+  static constexpr char const* cores[] = {nullptr, "Sandybridge", "Haswell", "SkylakeX"};
+  return cores[level];
 }
 
 // Debian 12's OpenBLAS (0.3.21) predates Sapphire Rapids: on it and on Emerald Rapids its CPU
@@ -116,9 +108,10 @@ void match_openblas_to_cpu() {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
   std::string const chosen = openblas_get_corename();
   int const level = core_vector_level(chosen);
-  CpuVectors const cpu = cpu_vectors();
-  if (level < 0 || cpu.core == nullptr || level >= cpu.level) return;
-  if (setenv("OPENBLAS_CORETYPE", cpu.core, 1) != 0) return;
+  int const cpu = cpu_vector_level();
+  char const* const core = core_of_level(cpu);
+  if (level < 0 || core == nullptr || level >= cpu) return;
+  if (setenv("OPENBLAS_CORETYPE", core, 1) != 0) return;
   gotoblas_dynamic_quit();
   gotoblas_dynamic_init();
   unsetenv("OPENBLAS_CORETYPE");

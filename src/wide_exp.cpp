@@ -5,8 +5,9 @@
 // units: a function compiled for AVX-512 must never be the copy an SSE caller links to.
 #include <tessel/exec/host/wide_exp.hpp>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define TESSEL_WIDE_EXP_X86 1
+#include "cpu_vectors.hpp"
+
+#if TESSEL_CPU_VECTORS_X86
 // GCC 12's AVX-512 intrinsics make their "undefined" operands by self-initialization, which its
 // uninitialized-use warnings flag wherever they are inlined (a false positive fixed in GCC 13).
 #pragma GCC diagnostic push
@@ -14,8 +15,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
-#else
-#define TESSEL_WIDE_EXP_X86 0
 #endif
 
 namespace tessel::exec::detail {
@@ -37,21 +36,16 @@ constexpr float smallest_argument = -87.33654475f;
 
 enum class Vectors { none, avx2, avx512 };
 
-Vectors cpu_vectors() {
-#if TESSEL_WIDE_EXP_X86
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return Vectors::none;
-  return __builtin_cpu_supports("avx512f") ? Vectors::avx512 : Vectors::avx2;
-#endif
-  return Vectors::none;
-}
-
+// The widest form this CPU runs, found once.
 Vectors vectors() {
-  static Vectors const v = cpu_vectors();
+  static Vectors const v = [] {
+    int const level = cpu_vector_level();
+    return level >= 3 ? Vectors::avx512 : level == 2 ? Vectors::avx2 : Vectors::none;
+  }();
   return v;
 }
 
-#if TESSEL_WIDE_EXP_X86
+#if TESSEL_CPU_VECTORS_X86
 
 __attribute__((target("avx512f"))) __m512 exp16(__m512 r) {
   // max(lowest, r) keeps a NaN (maxps returns its second operand when either is NaN).
@@ -128,6 +122,26 @@ __attribute__((target("avx2,fma"))) float exp_shifted_avx2(float* x, index_t n, 
 
 #endif
 
+// Runs form v; false where v is none (or the build is not x86).
+bool run(Vectors v, float* x, index_t n, float m, float& sum) {
+  switch (v) {
+    case Vectors::avx512:
+#if TESSEL_CPU_VECTORS_X86
+      sum = exp_shifted_avx512(x, n, m);
+      return true;
+#endif
+    case Vectors::avx2:
+#if TESSEL_CPU_VECTORS_X86
+      sum = exp_shifted_avx2(x, n, m);
+      return true;
+#endif
+    case Vectors::none:
+      break;
+  }
+  (void)x, (void)n, (void)m, (void)sum;
+  return false;
+}
+
 }  // namespace
 
 char const* wide_exp_kernels() {
@@ -143,24 +157,15 @@ char const* wide_exp_kernels() {
 }
 
 bool wide_exp_shifted(float* x, index_t n, float m, float& sum) {
-  return wide_exp_shifted_in(wide_exp_kernels(), x, n, m, sum);
+  return run(vectors(), x, n, m, sum);
 }
 
 bool wide_exp_shifted_in(std::string_view kernels, float* x, index_t n, float m, float& sum) {
-#if TESSEL_WIDE_EXP_X86
   Vectors const cpu = vectors();
-  if (kernels == "AVX-512" && cpu == Vectors::avx512) {
-    sum = exp_shifted_avx512(x, n, m);
-    return true;
-  }
-  if (kernels == "AVX2" && cpu != Vectors::none) {
-    sum = exp_shifted_avx2(x, n, m);
-    return true;
-  }
-#else
-  (void)kernels, (void)x, (void)n, (void)m, (void)sum;
-#endif
-  return false;
+  Vectors const named = kernels == "AVX-512" && cpu == Vectors::avx512 ? Vectors::avx512
+                        : kernels == "AVX2" && cpu != Vectors::none    ? Vectors::avx2
+                                                                       : Vectors::none;
+  return run(named, x, n, m, sum);
 }
 
 }  // namespace tessel::exec::detail
