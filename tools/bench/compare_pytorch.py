@@ -366,14 +366,14 @@ def measure_shampoo(settings, progress):
     rows = []
     for threads in settings.threads:
         for mode, arg in (("regular", 0), ("all_roots", 1)):
-            def ours(_, arg=arg, threads=threads):
+            def tessel_step(_, arg=arg, threads=threads):
                 times, _ = tessel_runs(binary, f"^BM_ShampooStep/{arg}/", [], threads,
                                        settings.warmup, settings.runs)
                 return {"ms": statistics.median(times)}
 
             what = f"Shampoo {mode} step at {threads} thread(s)"
             ours, theirs, ratios = in_rounds(
-                settings, round_label(progress, settings, what, "Meta"), ours,
+                settings, round_label(progress, settings, what, "Meta"), tessel_step,
                 lambda _, mode=mode, threads=threads: torch_worker("shampoo", mode, threads,
                                                                    settings))
             rows.append({"workload": mode, "case": "MLP 1024x4096, 4096x1024",
