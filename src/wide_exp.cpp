@@ -5,6 +5,8 @@
 // units: a function compiled for AVX-512 must never be the copy an SSE caller links to.
 #include <tessel/exec/host/wide_exp.hpp>
 
+#include <tessel/exec/host/exp_float.hpp>
+
 #include "cpu_vectors.hpp"
 
 #if TESSEL_CPU_VECTORS_X86
@@ -21,18 +23,7 @@ namespace tessel::exec::detail {
 
 namespace {
 
-// exp(r) = 2^k exp(f), k = round(r / ln 2), f = r - k ln 2 in [-ln2/2, ln2/2], exp(f) by its
-// Taylor polynomial of degree 7 (truncation error below 6e-9 relative there, under a tenth of
-// an ulp; the rest is the Horner steps' rounding). ln 2 is split into a part with a short
-// mantissa, so that k * ln2_hi is exact for the k that occur, and the remainder.
-constexpr float log2e = 1.44269504088896341f;
-constexpr float ln2_hi = 0.693145751953125f;
-constexpr float ln2_lo = 1.42860682030941723e-6f;
-constexpr float taylor[] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24,
-                            1.0f / 6,    0.5f,       1.0f,       1.0f};
-// Below ln(FLT_MIN) the result would be subnormal: it is 0 instead. Such arguments (and -inf)
-// are first raised to one below it, so that k stays within float's exponent field.
-constexpr float smallest_argument = -87.33654475f;
+namespace c = exp_float;  // the function's constants, shared with the host packets
 
 enum class Vectors { none, avx2, avx512 };
 
@@ -48,19 +39,19 @@ Vectors vectors() {
 #if TESSEL_CPU_VECTORS_X86
 
 __attribute__((target("avx512f"))) __m512 exp16(__m512 r) {
-  // max(lowest, r) keeps a NaN (maxps returns its second operand when either is NaN).
-  __m512 const x = _mm512_max_ps(_mm512_set1_ps(smallest_argument - 1.0f), r);
-  __m512 const k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(log2e)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 f = _mm512_fnmadd_ps(k, _mm512_set1_ps(ln2_hi), x);
-  f = _mm512_fnmadd_ps(k, _mm512_set1_ps(ln2_lo), f);
-  __m512 p = _mm512_set1_ps(taylor[0]);
-  for (int i = 1; i < 8; ++i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(taylor[i]));
-  __m512i const bits =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
-  __m512 const e = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-  __mmask16 const tiny = _mm512_cmp_ps_mask(r, _mm512_set1_ps(smallest_argument), _CMP_LT_OQ);
-  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), e);
+  __m512 const shift = _mm512_set1_ps(c::round_shift);
+  __m512 const shifted = _mm512_fmadd_ps(r, _mm512_set1_ps(c::log2e), shift);
+  __m512 const k = _mm512_sub_ps(shifted, shift);
+  __m512 f = _mm512_fnmadd_ps(k, _mm512_set1_ps(c::ln2_hi), r);
+  f = _mm512_fnmadd_ps(k, _mm512_set1_ps(c::ln2_lo), f);
+  __m512 p = _mm512_set1_ps(c::taylor[0]);
+  for (int i = 1; i < 8; ++i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(c::taylor[i]));
+  __m512i const e =
+      _mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_castps_si512(shifted), 23));
+  // Arguments here are at most 0 (x - max). Below the normal range, -inf included, the bits
+  // are garbage and the lane is zeroed.
+  __mmask16 const tiny = _mm512_cmp_ps_mask(r, _mm512_set1_ps(c::smallest_argument), _CMP_LT_OQ);
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), _mm512_castsi512_ps(e));
 }
 
 __attribute__((target("avx512f"))) float exp_shifted_avx512(float* x, index_t n, float m) {
@@ -82,18 +73,17 @@ __attribute__((target("avx512f"))) float exp_shifted_avx512(float* x, index_t n,
 }
 
 __attribute__((target("avx2,fma"))) __m256 exp8(__m256 r) {
-  __m256 const x = _mm256_max_ps(_mm256_set1_ps(smallest_argument - 1.0f), r);
-  __m256 const k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(log2e)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 f = _mm256_fnmadd_ps(k, _mm256_set1_ps(ln2_hi), x);
-  f = _mm256_fnmadd_ps(k, _mm256_set1_ps(ln2_lo), f);
-  __m256 p = _mm256_set1_ps(taylor[0]);
-  for (int i = 1; i < 8; ++i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(taylor[i]));
-  __m256i const bits =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
-  __m256 const e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-  __m256 const tiny = _mm256_cmp_ps(r, _mm256_set1_ps(smallest_argument), _CMP_LT_OQ);
-  return _mm256_andnot_ps(tiny, e);
+  __m256 const shift = _mm256_set1_ps(c::round_shift);
+  __m256 const shifted = _mm256_fmadd_ps(r, _mm256_set1_ps(c::log2e), shift);
+  __m256 const k = _mm256_sub_ps(shifted, shift);
+  __m256 f = _mm256_fnmadd_ps(k, _mm256_set1_ps(c::ln2_hi), r);
+  f = _mm256_fnmadd_ps(k, _mm256_set1_ps(c::ln2_lo), f);
+  __m256 p = _mm256_set1_ps(c::taylor[0]);
+  for (int i = 1; i < 8; ++i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(c::taylor[i]));
+  __m256i const e =
+      _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(shifted), 23));
+  __m256 const tiny = _mm256_cmp_ps(r, _mm256_set1_ps(c::smallest_argument), _CMP_LT_OQ);
+  return _mm256_andnot_ps(tiny, _mm256_castsi256_ps(e));
 }
 
 __attribute__((target("avx2,fma"))) float exp_shifted_avx2(float* x, index_t n, float m) {

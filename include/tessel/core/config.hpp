@@ -22,6 +22,14 @@
 #define TESSEL_FORCEINLINE inline
 #endif
 
+// The same for a lambda a hot loop calls, written after its parameter list: GCC may leave a
+// large one out of line, and its captured accumulators then live in memory.
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define TESSEL_INLINE_LAMBDA __attribute__((always_inline))
+#else
+#define TESSEL_INLINE_LAMBDA
+#endif
+
 // For a rare branch's work inside a hot loop (FLCE's target cursor): out of line on the host, so
 // that the loop's registers are not spent on it; inline on the device, where a call would make
 // the kernel save its registers to the stack around it.

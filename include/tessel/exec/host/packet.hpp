@@ -40,6 +40,7 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const&, index_t, inde
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <type_traits>
 #include <utility>
 
@@ -51,6 +52,7 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const&, index_t, inde
 #include "../../expr/where.hpp"
 #include "../body/reduce_ops.hpp"
 #include "../evaluator.hpp"
+#include "exp_float.hpp"
 
 #ifndef TESSEL_PREFETCH_BYTES
 #define TESSEL_PREFETCH_BYTES 4096
@@ -81,15 +83,45 @@ enum class Load { contiguous, general, tail };
 
 // ---- exp with IEEE edge cases ----
 
-// Eigen 3.4's pexp clamps its argument from below, so on SSE / AVX pexp(-inf) is ~3e-39, not 0
-// (AVX-512 flushes it). logsumexp needs exp(-inf) == 0 exactly, so arguments below
-// ln(FLT_MIN)-ish give 0 (the exact result there is a denormal under 3e-39). Above the range pexp
-// already gives +inf, and NaN stays NaN (checked by tests/exec/packet_test.cpp).
+// Float packets: tessel's exp (exp_float.hpp), about half the instructions of Eigen's pexp: k in
+// the low bits of one multiply-add, the polynomial, k added to the result's exponent bits. Lanes
+// past the normal range are then set: +inf above it, 0 below (where the bits would be garbage;
+// Eigen keeps subnormal results there instead), so exp(-inf) = 0 as logsumexp needs. A NaN
+// stays NaN: it fails both comparisons, and shifting its bits moves nothing into the exponent.
 template <class P>
-P exp_packet(P const& x) {
-  using S = typename ei::unpacket_traits<P>::type;
-  constexpr S lo = std::is_same_v<S, float> ? S(-88.72283) : S(-709.78);
-  return ei::pandnot(ei::pexp(x), ei::pcmp_lt(x, ei::pset1<P>(lo)));
+TESSEL_FORCEINLINE P exp_float_packet(P const& x) {
+  namespace c = detail::exp_float;
+  using PI = typename ei::unpacket_traits<P>::integer_packet;
+  P shifted = ei::pmadd(x, ei::pset1<P>(c::log2e), ei::pset1<P>(c::round_shift));
+  // Under -ffast-math the compiler could fold (x log2e + shift) - shift into x log2e, which drops
+  // the rounding; the barrier hides where `shifted` came from.
+  EIGEN_OPTIMIZATION_BARRIER(shifted);
+  P const k = ei::psub(shifted, ei::pset1<P>(c::round_shift));
+  P f = ei::pmadd(k, ei::pset1<P>(-c::ln2_hi), x);
+  f = ei::pmadd(k, ei::pset1<P>(-c::ln2_lo), f);
+  P p = ei::pset1<P>(c::taylor[0]);
+  for (float const t : std::span(c::taylor).subspan(1)) p = ei::pmadd(p, f, ei::pset1<P>(t));
+  // The low bits of `shifted` are k (two's complement, 9 bits are enough): shifted left by the
+  // mantissa width they add k to p's exponent; the higher bits fall off the word.
+  P const e = ei::preinterpret<P>(ei::padd(
+      ei::preinterpret<PI>(p), ei::plogical_shift_left<23>(ei::preinterpret<PI>(shifted))));
+  P const big = ei::pcmp_lt(ei::pset1<P>(c::largest_argument), x);
+  P const tiny = ei::pcmp_lt(x, ei::pset1<P>(c::smallest_argument));
+  return ei::pandnot(ei::pselect(big, ei::pset1<P>(std::numeric_limits<float>::infinity()), e),
+                     tiny);
+}
+
+// Double packets: Eigen 3.4's pexp clamps its argument from below, so on SSE / AVX pexp(-inf) is
+// a tiny denormal, not 0 (AVX-512 flushes it). logsumexp needs exp(-inf) == 0 exactly, so
+// arguments below ln(DBL_MIN)-ish give 0. Above the range pexp already gives +inf, and NaN stays
+// NaN (checked by tests/exec/packet_test.cpp).
+template <class P>
+TESSEL_FORCEINLINE P exp_packet(P const& x) {
+  if constexpr (std::is_same_v<typename ei::unpacket_traits<P>::type, float>) {
+    return exp_float_packet(x);
+  } else {
+    return ei::pandnot(ei::pexp(x), ei::pcmp_lt(x, ei::pset1<P>(-709.78)));
+  }
 }
 
 // Eigen 3.4's float psqrt under its default EIGEN_FAST_MATH is rsqrt plus one Newton step (about
@@ -451,6 +483,26 @@ inline void pstream(double* to, ei::Packet8d const& p) {
 }
 #endif
 
+// Prefetches the cache lines each contiguous leaf of ev will read `ahead` elements from now.
+template <class T, std::size_t K>
+void prefetch_leaves(LeafEval<T, K> const& e, index_t i) {
+  __builtin_prefetch(e.ptr + i);
+}
+template <class T>
+void prefetch_leaves(ScalarEval<T> const&, index_t) {}
+template <class Op, class... Cs>
+void prefetch_leaves(MapEval<Op, Cs...> const& e, index_t i) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (prefetch_leaves(get<I>(e.children), i), ...);
+  }
+  (std::index_sequence_for<Cs...>{});
+}
+
+// How far ahead (bytes) a reduction scan prefetches. A reduction does much arithmetic per cache
+// line (logsumexp: an exp per element), so the out-of-order window holds too few loads to hide
+// memory latency; measured on tools/bench/host_expr_bench.cpp RowLse.
+inline constexpr index_t prefetch_bytes = TESSEL_PREFETCH_BYTES;
+
 // Streaming stores are weakly ordered: fenced before the run's values are published to another
 // thread (the team's barrier) or read back.
 inline void stream_fence() {
@@ -507,16 +559,33 @@ void packet_run(D const& dst_in, Ev const& ev_in, index_t begin, index_t end) {
     else
       pstore<L, S>(dst, at, p, W);
   };
+  // A streamed run is larger than the last-level cache, so its leaves come from memory too: each
+  // block of packets prefetches the lines its leaves will read prefetch_bytes ahead. The
+  // hardware prefetcher alone leaves one core short of the loads in flight that two or three
+  // input streams need (tools/bench/host_expr_bench.cpp Fused: 0.71-0.74x the time with it).
+  constexpr index_t line = 64 / index_t(sizeof(S));
+  auto const prefetch = [&](index_t at, index_t count) {
+    if constexpr (Stream && prefetch_bytes > 0) {
+      constexpr index_t ahead = prefetch_bytes / index_t(sizeof(S));
+      for (index_t k = 0; k < count; k += line) prefetch_leaves(ev, at + ahead + k);
+    }
+  };
   // Several independent packets per iteration where the register file holds them (AVX-512 has
   // 32 vector registers); with SSE's 16 the unrolled exp spills and runs slower (measured with
   // tools/bench/host_expr_bench.cpp).
   if constexpr (packet_unroll > 1) {
     for (; i + packet_unroll * W <= end; i += packet_unroll * W) {
+      prefetch(i, packet_unroll * W);
       [&]<std::size_t... U>(std::index_sequence<U...>) {
         packet_t<S> const p[] = {peval<L, S>(ev, i + index_t(U) * W, W)...};
         (store(i + index_t(U) * W, p[U]), ...);
       }
       (std::make_index_sequence<packet_unroll>{});
+    }
+  } else if constexpr (Stream && W < line) {
+    for (; i + line <= end; i += line) {  // a line's packets, one after another
+      prefetch(i, line);
+      for (index_t u = 0; u < line; u += W) store(i + u, peval<L, S>(ev, i + u, W));
     }
   }
   for (; i + W <= end; i += W) store(i, peval<L, S>(ev, i, W));
@@ -542,26 +611,6 @@ constexpr bool packet_reducible() {
 }
 template <class S, class Op>
 inline constexpr bool packet_reducible_v = packet_reducible<S, Op>();
-
-// Prefetches the cache lines each contiguous leaf of ev will read `ahead` elements from now.
-template <class T, std::size_t K>
-void prefetch_leaves(LeafEval<T, K> const& e, index_t i) {
-  __builtin_prefetch(e.ptr + i);
-}
-template <class T>
-void prefetch_leaves(ScalarEval<T> const&, index_t) {}
-template <class Op, class... Cs>
-void prefetch_leaves(MapEval<Op, Cs...> const& e, index_t i) {
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (prefetch_leaves(get<I>(e.children), i), ...);
-  }
-  (std::index_sequence_for<Cs...>{});
-}
-
-// How far ahead (bytes) a reduction scan prefetches. A reduction does much arithmetic per cache
-// line (logsumexp: an exp per element), so the out-of-order window holds too few loads to hide
-// memory latency; measured on tools/bench/host_expr_bench.cpp RowLse.
-inline constexpr index_t prefetch_bytes = TESSEL_PREFETCH_BYTES;
 
 // Runs ev over [begin, end) of the innermost mode in packets: feed(x) for every full packet,
 // feed(pselect(mask, x, identity)) for the tail.
@@ -595,12 +644,13 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const& ev, index_t be
   alignas(64) S a[W];
   if constexpr (Op::packet_form == PacketForm::sum) {
     P acc[4] = {ei::pzero(P{}), ei::pzero(P{}), ei::pzero(P{}), ei::pzero(P{})};
-    packet_scan<S, Contiguous>(ev, begin, end, S(0), [&](P x0, P x1, P x2, P x3) {
-      acc[0] = ei::padd(acc[0], x0);
-      acc[1] = ei::padd(acc[1], x1);
-      acc[2] = ei::padd(acc[2], x2);
-      acc[3] = ei::padd(acc[3], x3);
-    });
+    packet_scan<S, Contiguous>(ev, begin, end, S(0),
+                               [&](P x0, P x1, P x2, P x3) TESSEL_INLINE_LAMBDA {
+                                 acc[0] = ei::padd(acc[0], x0);
+                                 acc[1] = ei::padd(acc[1], x1);
+                                 acc[2] = ei::padd(acc[2], x2);
+                                 acc[3] = ei::padd(acc[3], x3);
+                               });
     return ei::predux(ei::padd(ei::padd(acc[0], acc[1]), ei::padd(acc[2], acc[3])));
   } else if constexpr (Op::packet_form == PacketForm::max || Op::packet_form == PacketForm::min) {
     constexpr bool is_max = Op::packet_form == PacketForm::max;
@@ -613,12 +663,13 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const& ev, index_t be
     };
     P const id = ei::pset1<P>(op.identity());
     P acc[4] = {id, id, id, id};
-    packet_scan<S, Contiguous>(ev, begin, end, op.identity(), [&](P x0, P x1, P x2, P x3) {
-      acc[0] = combine(acc[0], x0);
-      acc[1] = combine(acc[1], x1);
-      acc[2] = combine(acc[2], x2);
-      acc[3] = combine(acc[3], x3);
-    });
+    packet_scan<S, Contiguous>(ev, begin, end, op.identity(),
+                               [&](P x0, P x1, P x2, P x3) TESSEL_INLINE_LAMBDA {
+                                 acc[0] = combine(acc[0], x0);
+                                 acc[1] = combine(acc[1], x1);
+                                 acc[2] = combine(acc[2], x2);
+                                 acc[3] = combine(acc[3], x3);
+                               });
     ei::pstore(a, combine(combine(acc[0], acc[1]), combine(acc[2], acc[3])));
     S s = op.identity();
     for (index_t l = 0; l < W; ++l) s = op(s, a[l]);
@@ -630,9 +681,7 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const& ev, index_t be
     // 0). A group of four packets rescales s only when some lane's maximum grows, so after the
     // first groups of a row there is one exp per element. A NaN never raises m (comparisons with
     // NaN are false) but makes that lane's s NaN for good, which finalize turns into NaN.
-    // The hot loop uses Eigen's raw pexp: its only error, ~3e-39 instead of 0 for arguments below
-    // -88.7, is invisible next to the exp(0) = 1 that a lane with a finite maximum has summed,
-    // and a lane whose maximum is still -inf has its sum set to 0 at the end.
+    // A lane whose maximum is still -inf has its sum set to 0 at the end.
     P const zero = ei::pzero(P{});
     P const inf = ei::pset1<P>(std::numeric_limits<S>::infinity());
     P const minus_inf = ei::pset1<P>(-std::numeric_limits<S>::infinity());
@@ -640,18 +689,19 @@ typename Op::state_type packet_reduce_run(Op const& op, Ev const& ev, index_t be
     P sh = zero;
     P s = zero;
     packet_scan<S, Contiguous>(
-        ev, begin, end, -std::numeric_limits<S>::infinity(), [&](P x0, P x1, P x2, P x3) {
+        ev, begin, end, -std::numeric_limits<S>::infinity(),
+        [&](P x0, P x1, P x2, P x3) TESSEL_INLINE_LAMBDA {
           P const mx = ei::pmax(ei::pmax(x0, x1), ei::pmax(x2, x3));
           P const grow = ei::pcmp_lt(m, mx);
           if (ei::predux_any(grow)) {
             P const mn = ei::pselect(grow, mx, m);
             P const nsh = ei::pselect(ei::pcmp_lt(ei::pabs(mn), inf), mn, zero);
-            s = ei::pmul(s, ei::pexp(ei::psub(m, nsh)));
+            s = ei::pmul(s, exp_packet(ei::psub(m, nsh)));
             m = mn;
             sh = nsh;
           }
-          P const e01 = ei::padd(ei::pexp(ei::psub(x0, sh)), ei::pexp(ei::psub(x1, sh)));
-          P const e23 = ei::padd(ei::pexp(ei::psub(x2, sh)), ei::pexp(ei::psub(x3, sh)));
+          P const e01 = ei::padd(exp_packet(ei::psub(x0, sh)), exp_packet(ei::psub(x1, sh)));
+          P const e23 = ei::padd(exp_packet(ei::psub(x2, sh)), exp_packet(ei::psub(x3, sh)));
           s = ei::padd(s, ei::padd(e01, e23));
         });
     s = ei::pandnot(s, ei::pcmp_eq(m, minus_inf));
