@@ -201,9 +201,16 @@ struct PacketOp<ops::Sub> : ValuePacketOp<true> {
 };
 template <>
 struct PacketOp<ops::Mul> : ValuePacketOp<true> {
+  // The product is rounded on its own, never fused into a later addition: GCC contracts a*b + c
+  // into an FMA by default (-ffp-contract=fast) where the target has one, and may do so in one
+  // copy of a run's loop and not in another (the unrolled body, the plain loop, the partial
+  // packets), so an element's bits would depend on how the pass was split across threads. The
+  // barrier hides where the product came from; it costs no instruction.
   template <class P>
   static P apply(ops::Mul, P const& a, P const& b) {
-    return ei::pmul(a, b);
+    P product = ei::pmul(a, b);
+    EIGEN_OPTIMIZATION_BARRIER(product);
+    return product;
   }
 };
 template <>
