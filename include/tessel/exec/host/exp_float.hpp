@@ -11,8 +11,8 @@
 // the remainder.
 //
 // Only normal results are computed: 0 below smallest_argument (the exact result is subnormal,
-// under FLT_MIN ~ 1.2e-38), +inf above largest_argument, NaN for NaN. Eigen's pexp costs about
-// twice the instructions, most of them in a general ldexp that keeps subnormal results.
+// under FLT_MIN ~ 1.2e-38), +inf above largest_argument, NaN for NaN. Eigen's generic pexp costs
+// about 1.5x the instructions, many of them in a general ldexp that keeps subnormal results.
 #pragma once
 
 namespace tessel::exec::detail::exp_float {

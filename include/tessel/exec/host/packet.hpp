@@ -83,7 +83,8 @@ enum class Load { contiguous, general, tail };
 
 // ---- exp with IEEE edge cases ----
 
-// Float packets: tessel's exp (exp_float.hpp), about half the instructions of Eigen's pexp: k in
+// Float packets: tessel's exp (exp_float.hpp), about 2/3 the instructions of Eigen's generic
+// pexp (and no emulated floor on SSE2, no overflow from 88.38 on as in its AVX-512 form): k in
 // the low bits of one multiply-add, the polynomial, k added to the result's exponent bits. Lanes
 // past the normal range are then set: +inf above it, 0 below (where the bits would be garbage;
 // Eigen keeps subnormal results there instead), so exp(-inf) = 0 as logsumexp needs. A NaN
@@ -505,9 +506,9 @@ void prefetch_leaves(MapEval<Op, Cs...> const& e, index_t i) {
   (std::index_sequence_for<Cs...>{});
 }
 
-// How far ahead (bytes) a reduction scan prefetches. A reduction does much arithmetic per cache
-// line (logsumexp: an exp per element), so the out-of-order window holds too few loads to hide
-// memory latency; measured on tools/bench/host_expr_bench.cpp RowLse.
+// How far ahead (bytes) reduction scans and streamed runs prefetch. A reduction does much
+// arithmetic per cache line (logsumexp: an exp per element), so the out-of-order window holds
+// too few loads to hide memory latency; measured on tools/bench/host_expr_bench.cpp RowLse.
 inline constexpr index_t prefetch_bytes = TESSEL_PREFETCH_BYTES;
 
 // Streaming stores are weakly ordered: fenced before the run's values are published to another
