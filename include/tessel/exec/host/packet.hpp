@@ -511,6 +511,18 @@ void prefetch_leaves(MapEval<Op, Cs...> const& e, index_t i) {
 // too few loads to hide memory latency; measured on tools/bench/host_expr_bench.cpp RowLse.
 inline constexpr index_t prefetch_bytes = TESSEL_PREFETCH_BYTES;
 
+// Elements of S in a cache line.
+template <class S>
+inline constexpr index_t line_elements = 64 / index_t(sizeof(S));
+
+// Prefetches, for each contiguous leaf of ev, the lines of elements [at, at + count) moved
+// prefetch_bytes ahead.
+template <class S, class Ev>
+TESSEL_FORCEINLINE void prefetch_ahead(Ev const& ev, index_t at, index_t count) {
+  constexpr index_t ahead = prefetch_bytes / index_t(sizeof(S));
+  for (index_t k = 0; k < count; k += line_elements<S>) prefetch_leaves(ev, at + ahead + k);
+}
+
 // Streaming stores are weakly ordered: fenced before the run's values are published to another
 // thread (the team's barrier) or read back.
 inline void stream_fence() {
@@ -571,12 +583,9 @@ void packet_run(D const& dst_in, Ev const& ev_in, index_t begin, index_t end) {
   // block of packets prefetches the lines its leaves will read prefetch_bytes ahead. The
   // hardware prefetcher alone leaves one core short of the loads in flight that two or three
   // input streams need (tools/bench/host_expr_bench.cpp Fused: 0.71-0.74x the time with it).
-  constexpr index_t line = 64 / index_t(sizeof(S));
+  constexpr index_t line = line_elements<S>;
   auto const prefetch = [&](index_t at, index_t count) {
-    if constexpr (Stream && prefetch_bytes > 0) {
-      constexpr index_t ahead = prefetch_bytes / index_t(sizeof(S));
-      for (index_t k = 0; k < count; k += line) prefetch_leaves(ev, at + ahead + k);
-    }
+    if constexpr (Stream && prefetch_bytes > 0) prefetch_ahead<S>(ev, at, count);
   };
   // Several independent packets per iteration where the register file holds them (AVX-512 has
   // 32 vector registers); with SSE's 16 the unrolled exp spills and runs slower (measured with
@@ -629,11 +638,7 @@ void packet_scan(Ev const& ev, index_t begin, index_t end, S identity, Feed&& fe
   constexpr Load L = Contiguous ? Load::contiguous : Load::general;
   index_t i = begin;
   for (; i + 4 * W <= end; i += 4 * W) {
-    if constexpr (Contiguous && prefetch_bytes > 0) {
-      constexpr index_t ahead = prefetch_bytes / index_t(sizeof(S));
-      constexpr index_t line = 64 / index_t(sizeof(S));
-      for (index_t k = 0; k < 4 * W; k += line) prefetch_leaves(ev, i + ahead + k);
-    }
+    if constexpr (Contiguous && prefetch_bytes > 0) prefetch_ahead<S>(ev, i, 4 * W);
     feed(peval<L, S>(ev, i, W), peval<L, S>(ev, i + W, W), peval<L, S>(ev, i + 2 * W, W),
          peval<L, S>(ev, i + 3 * W, W));
   }
