@@ -212,6 +212,23 @@ TEST(PacketPath, StreamingStoresGiveTheSameBits) {
   expect_streaming_gives_same_bits<double>();
 }
 
+// a * b + c with the product rounded on its own, in scalar code (math::rounded_product) and in
+// packets (ops::Mul), also where the compiler could fuse it into an FMA (this file builds a second
+// time for x86-64-v3, exec_avx2.*). With a = b = 1 + 2^-12, a * b = 1 + 2^-11 + 2^-24 rounds to
+// 1 + 2^-11 (a tie, to even), so a * b - 1 is 2^-11; an FMA would give 2^-11 + 2^-24.
+TEST(PacketPath, ProductsAreRoundedBeforeALaterAddition) {
+  volatile float const va = 1.0f + 0x1p-12f, vc = -1.0f;  // opaque to constant folding
+  float const a = va, c = vc;
+  EXPECT_EQ(math::rounded_product(a, a) + c, 0x1p-11f);
+  volatile double const da = 1.0 + 0x1p-27, dc = -1.0;
+  EXPECT_EQ(math::rounded_product(double(da), double(da)) + double(dc), 0x1p-26);
+  auto x = make_host_tensor<float>(make_shape(67));
+  auto y = make_host_tensor<float>(make_shape(67));
+  for (index_t k = 0; k < 67; ++k) x[k] = a;
+  y = x * x + c;
+  for (index_t k = 0; k < 67; ++k) EXPECT_EQ(y[k], 0x1p-11f) << k;
+}
+
 // A destination of another type (half, stored through float packets) or a strided one is written
 // with ordinary stores even when the threshold asks for streaming; its values stay right.
 TEST(PacketPath, StreamingStoresLeaveOtherDestinationsAlone) {

@@ -43,6 +43,25 @@
 #define TESSEL_NOINLINE
 #endif
 
+// Makes the compiler forget where the value x came from, at no instruction's cost: a product
+// behind it is rounded on its own and never fused into a later addition (GCC's default
+// -ffp-contract=fast forms FMAs across statements, and may in one copy of a formula and not in
+// another), and -ffast-math cannot fold it away algebraically. For floating-point values and SIMD
+// packets, which live in vector registers: the operand is pinned to one ("v": any of an AVX-512
+// target's 32, "x" the SSE/AVX 16, "w" Arm's), since with a general "g" clang goes through memory.
+// Host code only: device code rounds products with __fmul_rn (math::rounded_product).
+#if defined(__CUDA_ARCH__) || !(defined(__GNUC__) || defined(__clang__))
+#define TESSEL_OPTIMIZATION_BARRIER(x)
+#elif (defined(__x86_64__) || defined(__i386__)) && defined(__AVX512F__)
+#define TESSEL_OPTIMIZATION_BARRIER(x) __asm__("" : "+v"(x))
+#elif (defined(__x86_64__) || defined(__i386__)) && defined(__SSE2__)
+#define TESSEL_OPTIMIZATION_BARRIER(x) __asm__("" : "+x"(x))
+#elif defined(__aarch64__)
+#define TESSEL_OPTIMIZATION_BARRIER(x) __asm__("" : "+w"(x))
+#else
+#define TESSEL_OPTIMIZATION_BARRIER(x) __asm__("" : "+g"(x))
+#endif
+
 // True while nvcc compiles the device side of a translation unit; host-only paths
 // (exceptions, strings) are compiled out there.
 #if defined(__CUDA_ARCH__)

@@ -69,6 +69,26 @@ TESSEL_HOST_DEVICE constexpr T abs(T x) noexcept {
   }
 }
 
+// a * b rounded to T before anything else uses it: never fused into a later addition. A formula
+// written with it has the same bits in every copy the compiler makes of it (a static and a
+// run-time extent, a plain and a vocabulary-parallel FLCE pass), where contraction into FMAs,
+// GCC's default on a target that has them, may differ from copy to copy.
+template <class T>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE T rounded_product(T a, T b) noexcept {
+#if TESSEL_DEVICE_PASS
+  if constexpr (std::is_same_v<T, float>)
+    return __fmul_rn(a, b);
+  else if constexpr (std::is_same_v<T, double>)
+    return __dmul_rn(a, b);
+  else
+    return a * b;
+#else
+  T product = a * b;
+  TESSEL_OPTIMIZATION_BARRIER(product);
+  return product;
+#endif
+}
+
 // exp, log, tanh, sqrt, pow of float and double. The C functions are what CUDA provides in device
 // code; the host uses the <cmath> overloads.
 #if TESSEL_DEVICE_PASS

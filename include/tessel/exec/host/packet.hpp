@@ -96,7 +96,7 @@ TESSEL_FORCEINLINE P exp_float_packet(P const& x) {
   P shifted = ei::pmadd(x, ei::pset1<P>(c::log2e), ei::pset1<P>(c::round_shift));
   // Under -ffast-math the compiler could fold (x log2e + shift) - shift into x log2e, which drops
   // the rounding; the barrier hides where `shifted` came from.
-  EIGEN_OPTIMIZATION_BARRIER(shifted);
+  TESSEL_OPTIMIZATION_BARRIER(shifted);
   P const k = ei::psub(shifted, ei::pset1<P>(c::round_shift));
   P f = ei::pmadd(k, ei::pset1<P>(-c::ln2_hi), x);
   f = ei::pmadd(k, ei::pset1<P>(-c::ln2_lo), f);
@@ -207,15 +207,14 @@ struct PacketOp<ops::Sub> : ValuePacketOp<true> {
 };
 template <>
 struct PacketOp<ops::Mul> : ValuePacketOp<true> {
-  // The product is rounded on its own, never fused into a later addition: GCC contracts a*b + c
-  // into an FMA by default (-ffp-contract=fast) where the target has one, and may do so in one
-  // copy of a run's loop and not in another (the unrolled body, the plain loop, the partial
-  // packets), so an element's bits would depend on how the pass was split across threads. The
-  // barrier hides where the product came from; it costs no instruction.
+  // The product is rounded on its own, never fused into a later addition (as the scalar
+  // math::rounded_product): GCC may contract a*b + c into an FMA in one copy of a run's loop and
+  // not in another (the unrolled body, the plain loop, the partial packets), so an element's bits
+  // would depend on how the pass was split across threads.
   template <class P>
   static P apply(ops::Mul, P const& a, P const& b) {
     P product = ei::pmul(a, b);
-    EIGEN_OPTIMIZATION_BARRIER(product);
+    TESSEL_OPTIMIZATION_BARRIER(product);
     return product;
   }
 };
