@@ -300,7 +300,9 @@ TESSEL_HOST_DEVICE void finalize_losses(Ctx const& ctx, C const* row_ce, C const
   }
   s = ctx.reduce(s, CombineLossSums{});
   if (ctx.lane() == 0) {
-    if (loss != nullptr) *loss = static_cast<C>(s.ce * scales.ce + (s.z + s.soft) * scales.z);
+    if (loss != nullptr)
+      *loss = static_cast<C>(math::rounded_product(s.ce, scales.ce) +
+                             math::rounded_product(s.z + s.soft, scales.z));
     if (z_loss != nullptr) *z_loss = static_cast<C>(s.z * scales.z);
     if (accuracy.out != nullptr)
       *accuracy.out = static_cast<C>(static_cast<double>(s.hits) * scales.z);

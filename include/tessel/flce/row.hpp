@@ -207,13 +207,15 @@ struct RowReader {
   TESSEL_HOST_DEVICE C raw(index_t j) const {
     C x = static_cast<C>(r.logits[j]);
     if (r.bias != nullptr) x += static_cast<C>(r.bias[j * r.bias_stride]);
-    return tempered ? x * k.inv_temperature : x;
+    return tempered ? math::rounded_product(x, k.inv_temperature) : x;
   }
   TESSEL_HOST_DEVICE C weight(index_t j) const {
     return r.class_weights != nullptr ? static_cast<C>(r.class_weights[j * r.class_weight_stride])
                                       : C(1);
   }
-  TESSEL_HOST_DEVICE C cap(C x) const { return capped ? k.softcap * math::tanh(x / k.softcap) : x; }
+  TESSEL_HOST_DEVICE C cap(C x) const {
+    return capped ? math::rounded_product(k.softcap, math::tanh(x / k.softcap)) : x;
+  }
   // z_j: what the softmax sees.
   TESSEL_HOST_DEVICE C logit(index_t j) const { return cap(raw(j)); }
 };
@@ -229,7 +231,7 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE void add_soft_sums(Reader const& rd, SoftR
     if (c < 0) continue;
     C const wq = rd.weight(c) * soft.prob(k);
     s.soft_mass += wq;
-    s.soft_dot += wq * rd.logit(c);
+    s.soft_dot += math::rounded_product(wq, rd.logit(c));
   }
 }
 
@@ -239,7 +241,7 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_element(Reader const& rd) {
   return [&rd](index_t j) {
     auto const z = rd.logit(j);
     if constexpr (Smoothing)
-      return exec::Pair<decltype(z), decltype(z)>{z, rd.weight(j) * z};
+      return exec::Pair<decltype(z), decltype(z)>{z, math::rounded_product(rd.weight(j), z)};
     else
       return z;
   };
@@ -251,21 +253,24 @@ template <bool Smoothing, bool Entropy, class C>
 TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowLoss<C> row_loss(RowStats<C> const& s, C w_t, C z_t,
                                                           RowConstants<C> const& k) {
   RowLoss<C> loss;
-  loss.ce = w_t * k.one_minus_smoothing * (s.lse - z_t);
-  if constexpr (Smoothing)
-    loss.ce += k.smoothing_per_class * (k.class_weight_sum * s.lse - s.smooth);
+  auto const mul = [](C a, C b) { return math::rounded_product(a, b); };
+  loss.ce = mul(w_t * k.one_minus_smoothing, s.lse - z_t);
+  // The smoothing term's sum_j w_j (lse - z_j), from the row's sums.
+  auto const smoothing_term = [&] {
+    return mul(k.smoothing_per_class, mul(k.class_weight_sum, s.lse) - s.smooth);
+  };
+  if constexpr (Smoothing) loss.ce += smoothing_term();
   if (k.soft_weight != C(0)) {
-    loss.soft = k.one_minus_smoothing * (s.soft_mass * s.lse - s.soft_dot);
-    if constexpr (Smoothing)
-      loss.soft += k.smoothing_per_class * (k.class_weight_sum * s.lse - s.smooth);
-    loss.soft *= k.soft_weight;
-    loss.ce *= k.hard_weight;
+    loss.soft = mul(k.one_minus_smoothing, mul(s.soft_mass, s.lse) - s.soft_dot);
+    if constexpr (Smoothing) loss.soft += smoothing_term();
+    loss.soft = mul(loss.soft, k.soft_weight);
+    loss.ce = mul(loss.ce, k.hard_weight);
   }
   if constexpr (Entropy) {
     loss.entropy = s.lse - s.mean;
-    loss.ce -= k.entropy_bonus * loss.entropy;
+    loss.ce -= mul(k.entropy_bonus, loss.entropy);
   }
-  loss.z = k.lse_square_scale * s.lse * s.lse;
+  loss.z = mul(mul(k.lse_square_scale, s.lse), s.lse);
   loss.lse = s.lse;
   loss.target_logprob = z_t - s.lse;
   loss.argmax = s.argmax;
@@ -288,13 +293,15 @@ template <class C>
 TESSEL_HOST_DEVICE TESSEL_FORCEINLINE RowGradientScales<C> row_gradient_scales(
     RowConstants<C> const& k, RowStats<C> const& s, C w_t, C ce_grad_scale, C z_grad_scale,
     C soft_grad_scale) {
-  C const hard = ce_grad_scale * k.hard_weight;  // the hard cross-entropy's scale
-  C const sq = soft_grad_scale * k.soft_weight * k.one_minus_smoothing * k.inv_temperature;
-  C const a = hard * w_t * k.one_minus_smoothing * k.inv_temperature;
-  C const b = (hard + soft_grad_scale * k.soft_weight) * k.smoothing_per_class * k.inv_temperature;
-  C const zc = z_grad_scale * C(2) * k.lse_square_scale * s.lse * k.inv_temperature;
-  C const eh = ce_grad_scale * k.entropy_bonus * k.inv_temperature;
-  return {a, b, sq, eh, a + b * k.class_weight_sum + zc + sq * s.soft_mass};
+  auto const mul = [](C x, C y) { return math::rounded_product(x, y); };
+  C const hard = mul(ce_grad_scale, k.hard_weight);  // the hard cross-entropy's scale
+  C const sq = mul(soft_grad_scale * k.soft_weight * k.one_minus_smoothing, k.inv_temperature);
+  C const a = mul(hard * w_t * k.one_minus_smoothing, k.inv_temperature);
+  C const b =
+      mul((hard + mul(soft_grad_scale, k.soft_weight)) * k.smoothing_per_class, k.inv_temperature);
+  C const zc = mul(z_grad_scale * C(2) * k.lse_square_scale * s.lse, k.inv_temperature);
+  C const eh = mul(ce_grad_scale * k.entropy_bonus, k.inv_temperature);
+  return {a, b, sq, eh, a + mul(b, k.class_weight_sum) + zc + mul(sq, s.soft_mass)};
 }
 
 // The epilogue's writer of a non-ignored row's gradient, write(j) for each of this lane's logits
@@ -334,24 +341,24 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto row_gradient(Reader const& rd, RowSta
     if (rd.r.grad == nullptr) return;
     C const x = rd.raw(j);
     C const t = rd.capped ? math::tanh(x / k.softcap) : C(0);
-    C const z = rd.capped ? k.softcap * t : x;
+    C const z = rd.capped ? math::rounded_product(k.softcap, t) : x;
     C const p = math::exp(z - lse);
     C g;
     if constexpr (Entropy)
-      g = (p_coefficient + eh * (z - mean)) * p;
+      g = math::rounded_product(p_coefficient + math::rounded_product(eh, z - mean), p);
     else
-      g = p_coefficient * p;
+      g = math::rounded_product(p_coefficient, p);
     if constexpr (soft_targets) {
       if (j == cursor.next) [[unlikely]] {
         if (cursor.at_target) g -= a;
-        g -= sq * rd.weight(j) * cursor.q;  // 0 without soft targets on j
+        g -= math::rounded_product(sq * rd.weight(j), cursor.q);  // 0 without soft targets on j
         cursor = seek_target(soft, lanes, target, j + lanes);
       }
     } else {
       if (j == target) g -= a;
     }
-    if constexpr (Smoothing) g -= b * rd.weight(j);
-    if (rd.capped) g *= C(1) - t * t;
+    if constexpr (Smoothing) g -= math::rounded_product(b, rd.weight(j));
+    if (rd.capped) g *= C(1) - math::rounded_product(t, t);
     rd.r.grad[j] = G(g);
   };
 }

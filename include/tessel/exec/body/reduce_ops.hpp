@@ -148,7 +148,7 @@ struct LogSumExpOp {
     // x >= max (a tie adds exp(0) = 1, as the branch above would), or either is NaN (then the sum
     // becomes NaN and stays NaN).
     T const sh = shift(x);
-    s.sum = s.sum * math::exp(s.max - sh) + math::exp(x - sh);
+    s.sum = math::rounded_product(s.sum, math::exp(s.max - sh)) + math::exp(x - sh);
     s.max = math::isnan(s.max) ? s.max : x;
     return s;
   }
@@ -156,7 +156,8 @@ struct LogSumExpOp {
   TESSEL_HOST_DEVICE LseState<T> operator()(LseState<T> a, LseState<T> b) const {
     T const m = math::max(a.max, b.max);
     T const sh = shift(m);
-    return {m, a.sum * math::exp(a.max - sh) + b.sum * math::exp(b.max - sh)};
+    return {m, math::rounded_product(a.sum, math::exp(a.max - sh)) +
+                   math::rounded_product(b.sum, math::exp(b.max - sh))};
   }
   TESSEL_HOST_DEVICE T finalize(LseState<T> s, index_t) const {
     return shift(s.max) + math::log(s.sum);
@@ -188,7 +189,9 @@ struct SoftmaxMomentOp {
   using state_type = MomentState<T>;
 
   TESSEL_HOST_DEVICE static constexpr T shift(T m) { return LogSumExpOp<T>::shift(m); }
-  TESSEL_HOST_DEVICE static T weighted_term(T e, T x) { return e != T(0) ? e * x : T(0); }
+  TESSEL_HOST_DEVICE static T weighted_term(T e, T x) {
+    return e != T(0) ? math::rounded_product(e, x) : T(0);
+  }
 
   TESSEL_HOST_DEVICE constexpr MomentState<T> identity() const {
     return {-math::infinity<T>(), T(0), T(0)};
@@ -202,8 +205,8 @@ struct SoftmaxMomentOp {
     }
     T const sh = shift(x);
     T const f = math::exp(s.max - sh), e = math::exp(x - sh);
-    s.sum = s.sum * f + e;
-    s.weighted = s.weighted * f + weighted_term(e, x);
+    s.sum = math::rounded_product(s.sum, f) + e;
+    s.weighted = math::rounded_product(s.weighted, f) + weighted_term(e, x);
     s.max = math::isnan(s.max) ? s.max : x;
     return s;
   }
@@ -211,7 +214,8 @@ struct SoftmaxMomentOp {
     T const m = math::max(a.max, b.max);
     T const sh = shift(m);
     T const fa = math::exp(a.max - sh), fb = math::exp(b.max - sh);
-    return {m, a.sum * fa + b.sum * fb, a.weighted * fa + b.weighted * fb};
+    return {m, math::rounded_product(a.sum, fa) + math::rounded_product(b.sum, fb),
+            math::rounded_product(a.weighted, fa) + math::rounded_product(b.weighted, fb)};
   }
   TESSEL_HOST_DEVICE Pair<T, T> finalize(MomentState<T> s, index_t) const {
     return {shift(s.max) + math::log(s.sum), s.weighted / s.sum};
