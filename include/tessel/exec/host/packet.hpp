@@ -409,8 +409,11 @@ inline constexpr bool packetizable_v = PacketTraits<Ev, S>::kind == PacketKind::
 
 // ---- evaluation ----
 
+// Forced inline, with the lambdas they call: at -O2 GCC left peval's index-sequence lambdas out
+// of line, a call per packet and node in the run loops (-O3 inlined them).
+
 template <Load L, class S, class T, std::size_t K>
-packet_t<S> peval(LeafEval<T, K> const& e, index_t i, index_t count) {
+TESSEL_FORCEINLINE packet_t<S> peval(LeafEval<T, K> const& e, index_t i, index_t count) {
   using P = packet_t<S>;
   constexpr index_t W = packet_width<S>;
   if constexpr (L == Load::contiguous && std::is_same_v<T, S>) {
@@ -432,13 +435,13 @@ packet_t<S> peval(LeafEval<T, K> const& e, index_t i, index_t count) {
 }
 
 template <Load L, class S, class T>
-packet_t<S> peval(ScalarEval<T> const& e, index_t, index_t) {
+TESSEL_FORCEINLINE packet_t<S> peval(ScalarEval<T> const& e, index_t, index_t) {
   return ei::pset1<packet_t<S>>(e.value);
 }
 
 template <Load L, class S, class Op, class... Cs>
-packet_t<S> peval(MapEval<Op, Cs...> const& e, index_t i, index_t count) {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+TESSEL_FORCEINLINE packet_t<S> peval(MapEval<Op, Cs...> const& e, index_t i, index_t count) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) TESSEL_INLINE_LAMBDA {
     return PacketOp<Op>::apply(e.op, peval<L, S>(get<I>(e.children), i, count)...);
   }
   (std::index_sequence_for<Cs...>{});
@@ -446,7 +449,8 @@ packet_t<S> peval(MapEval<Op, Cs...> const& e, index_t i, index_t count) {
 
 // Stores p at offsets [i, i + count) along the innermost mode.
 template <Load L, class S, class T, std::size_t K>
-void pstore(DstEval<T, K> const& d, index_t i, packet_t<S> const& p, index_t count) {
+TESSEL_FORCEINLINE void pstore(DstEval<T, K> const& d, index_t i, packet_t<S> const& p,
+                               index_t count) {
   constexpr index_t W = packet_width<S>;
   if constexpr (L != Load::tail && std::is_same_v<T, S>) {
     if (L == Load::contiguous || d.inner == 1) {
@@ -497,14 +501,14 @@ inline void pstream(double* to, ei::Packet8d const& p) {
 
 // Prefetches the cache lines each contiguous leaf of ev will read `ahead` elements from now.
 template <class T, std::size_t K>
-void prefetch_leaves(LeafEval<T, K> const& e, index_t i) {
+TESSEL_FORCEINLINE void prefetch_leaves(LeafEval<T, K> const& e, index_t i) {
   __builtin_prefetch(e.ptr + i);
 }
 template <class T>
-void prefetch_leaves(ScalarEval<T> const&, index_t) {}
+TESSEL_FORCEINLINE void prefetch_leaves(ScalarEval<T> const&, index_t) {}
 template <class Op, class... Cs>
-void prefetch_leaves(MapEval<Op, Cs...> const& e, index_t i) {
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
+TESSEL_FORCEINLINE void prefetch_leaves(MapEval<Op, Cs...> const& e, index_t i) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) TESSEL_INLINE_LAMBDA {
     (prefetch_leaves(get<I>(e.children), i), ...);
   }
   (std::index_sequence_for<Cs...>{});
@@ -577,7 +581,7 @@ void packet_run(D const& dst_in, Ev const& ev_in, index_t begin, index_t end) {
       i += head;
     }
   }
-  auto const store = [&](index_t at, packet_t<S> const& p) {
+  auto const store = [&](index_t at, packet_t<S> const& p) TESSEL_INLINE_LAMBDA {
     if constexpr (Stream)
       pstream(dst.ptr + at, p);
     else
@@ -588,7 +592,7 @@ void packet_run(D const& dst_in, Ev const& ev_in, index_t begin, index_t end) {
   // hardware prefetcher alone leaves one core short of the loads in flight that two or three
   // input streams need (tools/bench/host_expr_bench.cpp Fused: 0.71-0.74x the time with it).
   constexpr index_t line = line_elements<S>;
-  auto const prefetch = [&](index_t at, index_t count) {
+  auto const prefetch = [&](index_t at, index_t count) TESSEL_INLINE_LAMBDA {
     if constexpr (Stream && prefetch_bytes > 0) prefetch_ahead<S>(ev, at, count);
   };
   // Several independent packets per iteration where the register file holds them (AVX-512 has
@@ -597,7 +601,7 @@ void packet_run(D const& dst_in, Ev const& ev_in, index_t begin, index_t end) {
   if constexpr (packet_unroll > 1) {
     for (; i + packet_unroll * W <= end; i += packet_unroll * W) {
       prefetch(i, packet_unroll * W);
-      [&]<std::size_t... U>(std::index_sequence<U...>) {
+      [&]<std::size_t... U>(std::index_sequence<U...>) TESSEL_INLINE_LAMBDA {
         packet_t<S> const p[] = {peval<L, S>(ev, i + index_t(U) * W, W)...};
         (store(i + index_t(U) * W, p[U]), ...);
       }
