@@ -72,7 +72,8 @@ TESSEL_HOST_DEVICE constexpr T abs(T x) noexcept {
 // a * b rounded to T before anything else uses it: never fused into a later addition. A formula
 // written with it has the same bits in every copy the compiler makes of it (a static and a
 // run-time extent, a plain and a vocabulary-parallel FLCE pass), where contraction into FMAs,
-// GCC's default on a target that has them, may differ from copy to copy.
+// GCC's default on a target that has them, may differ from copy to copy. Other types than float
+// and double (integers) are multiplied as they are.
 template <class T>
 TESSEL_HOST_DEVICE TESSEL_FORCEINLINE T rounded_product(T a, T b) noexcept {
 #if TESSEL_DEVICE_PASS
@@ -84,7 +85,8 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE T rounded_product(T a, T b) noexcept {
     return a * b;
 #else
   T product = a * b;
-  TESSEL_OPTIMIZATION_BARRIER(product);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+    TESSEL_OPTIMIZATION_BARRIER(product);
   return product;
 #endif
 }

@@ -229,7 +229,7 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE void add_soft_sums(Reader const& rd, SoftR
   for (index_t k = 0; k < soft.count; ++k) {
     index_t const c = soft.local(k);
     if (c < 0) continue;
-    C const wq = rd.weight(c) * soft.prob(k);
+    C const wq = math::rounded_product(rd.weight(c), soft.prob(k));
     s.soft_mass += wq;
     s.soft_dot += math::rounded_product(wq, rd.logit(c));
   }
