@@ -62,6 +62,19 @@
 #define TESSEL_OPTIMIZATION_BARRIER(x) __asm__("" : "+g"(x))
 #endif
 
+// GCC 12+'s __builtin_assoc_barrier(x): x as a value no FMA contraction or reassociation
+// crosses, invisible to every other optimization (math::rounded_product uses it; an empty asm in a
+// loop stops GCC from unswitching the loop on its invariant tests). nvcc's front end and clang do
+// not know it.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && defined(__has_builtin)
+#if __has_builtin(__builtin_assoc_barrier)
+#define TESSEL_HAS_ASSOC_BARRIER 1
+#endif
+#endif
+#ifndef TESSEL_HAS_ASSOC_BARRIER
+#define TESSEL_HAS_ASSOC_BARRIER 0
+#endif
+
 // True while nvcc compiles the device side of a translation unit; host-only paths
 // (exceptions, strings) are compiled out there.
 #if defined(__CUDA_ARCH__)

@@ -84,10 +84,17 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE T rounded_product(T a, T b) noexcept {
   else
     return a * b;
 #else
-  T product = a * b;
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+#if TESSEL_HAS_ASSOC_BARRIER
+    return __builtin_assoc_barrier(a * b);
+#else
+    T product = a * b;
     TESSEL_OPTIMIZATION_BARRIER(product);
-  return product;
+    return product;
+#endif
+  } else {
+    return a * b;
+  }
 #endif
 }
 
