@@ -2,10 +2,12 @@
 // sentence (the functions are pure, so there is no output to leave untouched).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <tessel/core/broadcast.hpp>
+#include <tessel/core/env.hpp>
 #include <tessel/core/warning.hpp>
 
 #include "support/error_of.hpp"
@@ -36,6 +38,27 @@ TEST(CoreWarnings, AHandlerReceivesEachSentenceAndCanBeRestoredOrEmptied) {
   detail::warn("second.");
   set_warning_handler(std::move(previous));
   EXPECT_EQ(seen, (std::vector<std::string>{"first.", "second."}));
+}
+
+// Settings from the environment (TESSEL_STREAMING_STORE_BYTES, TESSEL_SCRATCH_CACHE_BYTES): an
+// integer is taken, unset or empty gives the default, anything else is a warning naming the value.
+TEST(CoreEnvironment, AnIntegerSettingIsReadAndAMalformedOneIsReported) {
+  std::vector<std::string> seen;
+  auto previous = set_warning_handler([&](std::string_view s) { seen.emplace_back(s); });
+  char const* name = "TESSEL_TEST_ENV_INTEGER";
+  ::unsetenv(name);
+  EXPECT_EQ(detail::env_integer(name, 7), 7);
+  ::setenv(name, "", 1);
+  EXPECT_EQ(detail::env_integer(name, 7), 7);
+  ::setenv(name, "-12", 1);
+  EXPECT_EQ(detail::env_integer(name, 7), -12);
+  ::setenv(name, "1GiB", 1);
+  EXPECT_EQ(detail::env_integer(name, 7), 7);
+  ::unsetenv(name);
+  set_warning_handler(std::move(previous));
+  EXPECT_EQ(
+      seen,
+      (std::vector<std::string>{"TESSEL_TEST_ENV_INTEGER='1GiB' is not an integer; using 7."}));
 }
 
 }  // namespace

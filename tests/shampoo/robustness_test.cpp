@@ -2,7 +2,7 @@
 // documented decoupled weight decay), rank-deficient factors (finite inverse roots; with the
 // pseudo-inverse the null space maps to 0), and NaN/Inf gradients or finite gradients that would
 // overflow a factor after state has built up (tessel::Error naming the parameter; parameters, step
-// count and state bitwise unchanged).
+// count and state bitwise unchanged); scratch reused from an earlier step changes no bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <tessel/shampoo/optimizer.hpp>
@@ -266,6 +267,45 @@ TYPED_TEST(ShampooRobustness, FiniteGradientsThatWouldOverflowAFactorChangeNothi
 
   // The optimizer is still usable: the next good step matches a twin that never saw the error.
   expect_next_step_matches_a_twin(opt, params, grads, plan, o);
+}
+
+// Steps reuse their scratch (exec/host/scratch_cache.hpp), which holds the last step's values:
+// after the first step with roots the thread's cache holds the blocks, the next step takes them and
+// gives them back (the amount kept stays), and the parameters are the same as with nothing kept.
+TEST(ShampooScratch, StepsReuseTheirScratchAndGiveTheSameBits) {
+  auto run = [](index_t bound) {
+    exec::set_scratch_cache_bytes(bound);
+    exec::release_scratch_cache();
+    std::vector<float> w(256 * 192), g(w.size());
+    for (std::size_t k = 0; k < w.size(); ++k) {
+      w[k] = 0.01f * static_cast<float>(k % 17) - 0.05f;
+      g[k] = 0.02f * static_cast<float>(k % 13) - 0.1f;
+    }
+    Options o;
+    o.precondition_frequency = 1;
+    o.start_preconditioning_step = 1;
+    // 128 x 128 factors: scratch blocks above the cache's 64 KiB floor.
+    Shampoo<float> opt(make_plan(PlanOptions<index_t, index_t>{128, 1, 1, DType::f32},
+                                 std::vector<std::vector<index_t>>{{256, 192}}),
+                       o);
+    std::vector<std::span<float>> ps{w};
+    std::vector<std::span<float const>> gs{g};
+    std::vector<index_t> held;
+    for (int step = 0; step < 3; ++step) {
+      opt.step(ps, gs);
+      held.push_back(exec::cached_scratch_bytes());
+    }
+    return std::pair{w, held};
+  };
+  index_t const previous = exec::scratch_cache_bytes();
+  auto const [cached, held] = run(index_t{64} << 20);
+  auto const [fresh, none] = run(0);
+  exec::set_scratch_cache_bytes(previous);
+  EXPECT_GT(held[1], 0);
+  EXPECT_EQ(held[2], held[1]);
+  EXPECT_EQ(none[2], 0);
+  ASSERT_EQ(cached.size(), fresh.size());
+  for (std::size_t k = 0; k < cached.size(); ++k) ASSERT_EQ(cached[k], fresh[k]) << k;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "../tensor/host_tensor.hpp"
 #include "../tensor/tensor.hpp"
 #include "executors.hpp"
+#include "host/scratch_cache.hpp"
 
 namespace tessel::exec {
 
@@ -37,9 +38,10 @@ struct Memory {
                 "<tessel/shampoo/device_shampoo.cuh>), included from a CUDA translation unit.");
 };
 
-// n uninitialized elements of U on the host, aligned to scratch_alignment, freed with the object.
-// Uninitialized because a call's scratch can be large (FLCE's logits chunk) and is always written
-// before it is read; device scratch is uninitialized too.
+// n uninitialized elements of U on the host, aligned to scratch_alignment, given back with the
+// object to the calling thread's scratch cache (exec/host/scratch_cache.hpp), which a later call
+// of about the same size takes from. Uninitialized because a call's scratch can be large (FLCE's
+// logits chunk) and is always written before it is read; device scratch is uninitialized too.
 template <class U>
 class HostScratch {
  public:
@@ -49,20 +51,36 @@ class HostScratch {
     std::size_t const rounded =
         bytes == 0 ? scratch_alignment
                    : (bytes + scratch_alignment - 1) / scratch_alignment * scratch_alignment;
-    void* p = rounded < bytes ? nullptr : std::aligned_alloc(scratch_alignment, rounded);
+    std::size_t capacity = rounded;
+    void* p = nullptr;
+    if (rounded >= bytes) {  // else n * sizeof(U) overflowed
+      auto* cache = detail::ScratchCache::local();
+      if (cache) p = cache->take(rounded, capacity);
+      if (p == nullptr) p = std::aligned_alloc(scratch_alignment, rounded);
+      if (p == nullptr && cache && cache->held() > 0) {  // the kept blocks may be what is missing
+        cache->release();
+        p = std::aligned_alloc(scratch_alignment, rounded);
+      }
+    }
     if (p == nullptr)
       tessel::detail::throw_error(tessel::detail::sentence("cannot allocate ", bytes, " bytes of ",
                                                            what ? what : "", what ? " " : "",
                                                            "scratch memory."));
-    data_.reset(static_cast<U*>(p));
+    data_ = std::unique_ptr<U, Give>(static_cast<U*>(p), Give{capacity});
   }
   U* data() const noexcept { return data_.get(); }
 
  private:
-  struct Free {
-    void operator()(U* p) const noexcept { std::free(p); }
+  struct Give {
+    std::size_t capacity = 0;
+    void operator()(U* p) const noexcept {
+      if (auto* cache = detail::ScratchCache::local())
+        cache->give(p, capacity);
+      else
+        std::free(p);
+    }
   };
-  std::unique_ptr<U, Free> data_;
+  std::unique_ptr<U, Give> data_;
 };
 
 template <HostExecutor X>

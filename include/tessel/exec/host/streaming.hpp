@@ -10,8 +10,7 @@
 #pragma once
 
 #include <atomic>
-#include <cstdlib>
-
+#include "../../core/env.hpp"
 #include "../../core/int.hpp"
 
 namespace tessel::exec {
@@ -23,17 +22,11 @@ inline constexpr index_t default_streaming_store_bytes = index_t{32} << 20;
 
 namespace detail {
 
-inline std::atomic<index_t>& streaming_store_setting() noexcept {
-  static std::atomic<index_t> bytes{[] {
-    // TESSEL_STREAMING_STORE_BYTES in the environment overrides the default (a negative value
-    // turns streaming off), read once, like OMP_NUM_THREADS.
-    if (char const* env = std::getenv("TESSEL_STREAMING_STORE_BYTES"); env && *env) {
-      char* end = nullptr;
-      long long const v = std::strtoll(env, &end, 10);
-      if (end && *end == '\0') return static_cast<index_t>(v);
-    }
-    return default_streaming_store_bytes;
-  }()};
+inline std::atomic<index_t>& streaming_store_setting() {
+  // TESSEL_STREAMING_STORE_BYTES in the environment overrides the default (a negative value
+  // turns streaming off).
+  static std::atomic<index_t> bytes{
+      tessel::detail::env_integer("TESSEL_STREAMING_STORE_BYTES", default_streaming_store_bytes)};
   return bytes;
 }
 
@@ -41,18 +34,18 @@ inline std::atomic<index_t>& streaming_store_setting() noexcept {
 
 // Host assignments whose destination holds at least this many bytes write it with streaming
 // stores; negative: never.
-inline index_t streaming_store_bytes() noexcept {
+inline index_t streaming_store_bytes() {
   return detail::streaming_store_setting().load(std::memory_order_relaxed);
 }
 
 // Sets the threshold for the whole process (0: stream every destination that can be; negative:
 // never). Returns the previous value.
-inline index_t set_streaming_store_bytes(index_t bytes) noexcept {
+inline index_t set_streaming_store_bytes(index_t bytes) {
   return detail::streaming_store_setting().exchange(bytes, std::memory_order_relaxed);
 }
 
 // A destination of `bytes` bytes is streamed under the current setting.
-inline bool streams_destination(index_t bytes) noexcept {
+inline bool streams_destination(index_t bytes) {
   index_t const threshold = streaming_store_bytes();
   return threshold >= 0 && bytes >= threshold;
 }
