@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+
 #include "../../core/env.hpp"
 #include "../../core/int.hpp"
 
