@@ -15,17 +15,6 @@
 
 #include "support/error_of.hpp"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TESSEL_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TESSEL_TEST_ASAN 1
-#endif
-#endif
-#ifndef TESSEL_TEST_ASAN
-#define TESSEL_TEST_ASAN 0
-#endif
-
 namespace {
 
 using namespace tessel;
@@ -34,7 +23,7 @@ using tessel::test::error_of;
 
 // Under ASan a refused allocation aborts the program unless allocator_may_return_null=1.
 bool allocator_may_return_null() {
-  if (!TESSEL_TEST_ASAN) return true;
+  if (!TESSEL_ADDRESS_SANITIZER) return true;
   char const* options = std::getenv("ASAN_OPTIONS");
   return options != nullptr &&
          std::string_view(options).find("allocator_may_return_null=1") != std::string_view::npos;

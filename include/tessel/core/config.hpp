@@ -75,6 +75,20 @@
 #define TESSEL_HAS_ASSOC_BARRIER 0
 #endif
 
+// 1 in a build with AddressSanitizer (GCC defines __SANITIZE_ADDRESS__, clang answers
+// __has_feature), else 0: what tessel keeps for reuse (exec/host/scratch_cache.hpp) it keeps
+// nothing of there, so that a stale pointer is still reported.
+#if defined(__SANITIZE_ADDRESS__)
+#define TESSEL_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TESSEL_ADDRESS_SANITIZER 1
+#endif
+#endif
+#ifndef TESSEL_ADDRESS_SANITIZER
+#define TESSEL_ADDRESS_SANITIZER 0
+#endif
+
 // True while nvcc compiles the device side of a translation unit; host-only paths
 // (exceptions, strings) are compiled out there.
 #if defined(__CUDA_ARCH__)

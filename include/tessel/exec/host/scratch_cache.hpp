@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdlib>
 
+#include "../../core/config.hpp"
 #include "../../core/env.hpp"
 #include "../../core/int.hpp"
 
@@ -24,17 +25,8 @@ namespace tessel::exec {
 
 // The default per-thread bound: 1 GiB, a few steps' scratch of a large Shampoo configuration
 // (sixteen 4096 x 4096 float factors are 1 GiB) and far above FLCE's chunks; 0 under ASan.
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr index_t default_scratch_cache_bytes = 0;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr index_t default_scratch_cache_bytes = 0;
-#else
-inline constexpr index_t default_scratch_cache_bytes = index_t{1} << 30;
-#endif
-#else
-inline constexpr index_t default_scratch_cache_bytes = index_t{1} << 30;
-#endif
+inline constexpr index_t default_scratch_cache_bytes =
+    TESSEL_ADDRESS_SANITIZER ? 0 : index_t{1} << 30;
 
 // Smaller blocks are left to malloc, which serves them from its heap without faulting pages in
 // again; kept, they would take the slots of the large blocks the cache is for.
