@@ -54,7 +54,9 @@ inline bool adds_ridge(EigenConfig const& config) {
 // Shampoo, every step). f is never negative (map_eigenvalue shifts or cuts the spectrum to >= 0
 // before the power), so out_b = S S^T with S = Q diag(sqrt f): one batched SYRK, half a GEMM's
 // flops, and an exactly symmetric result. A non-finite f stays non-finite in S, as in the GEMM.
-// Two expressions and the SYRK.
+// Two expressions and the SYRK. S is laid out like q (q's layout spans count * d * d elements), so
+// forming it reads q in storage order: a fresh decomposition's q is column-major, and a row-major
+// S made from it read every element across a stride of d; the SYRK takes either.
 template <class S, class X, class Q, class Out>
 void roots_from_eigendecomposition(X const& x, Q const& q, S const* lambda, index_t count,
                                    index_t d, EigenvalueMap const& rule, Out const& out) {
@@ -74,7 +76,7 @@ void roots_from_eigendecomposition(X const& x, Q const& q, S const* lambda, inde
                B::view(static_cast<S const*>(extremes.data()) + count, per_row_layout(count, d)))),
       x);
   // X = S S^T: column j of Q scaled by sqrt(f_j), then one batched rank-d update.
-  auto s = B::view(scaled.data(), detail::matrices_layout(count, d));
+  auto s = B::view(scaled.data(), q.layout());
   assign(s, q * B::view(static_cast<S const*>(mapped.data()), per_column_layout(count, d)), x);
   syrk(x, out, s);
 }
