@@ -91,6 +91,83 @@ TEST(Executors, ReductionsAreIdentical) {
                          [&](auto& dst, auto executor) { assign(dst, argmax(x), executor); });
 }
 
+// ---- reductions over a strided mode, a tile of outputs at a time ----
+
+// Per-column reductions of a row-major matrix whose operation has no packet form (sums in double
+// of float elements, argmax): the reduced mode is strided and the kept one contiguous, so the host
+// executor reduces up to 256 columns side by side (exec/host.hpp, reduce_tile). Each column's terms
+// are still combined in row order, so the results are the plain loop's bits; 700 columns make two
+// full tiles and a partial one.
+TEST(ColumnReductions, TilesCombineEachOutputsTermsInOrder) {
+  index_t const rows = 300, cols = 700;
+  auto x = random_tensor<float>(make_shape(rows, cols), -3, 3, 11);
+  std::vector<double> const xs = elements(x);
+  auto at = [&](index_t i, index_t j) { return xs[static_cast<std::size_t>(i * cols + j)]; };
+  std::vector<double> squares(cols), means(cols);
+  std::vector<index_t> largest(cols);
+  for (index_t j = 0; j < cols; ++j) {
+    double s = 0, m = 0;
+    index_t k = 0;
+    for (index_t i = 0; i < rows; ++i) {
+      s += at(i, j) * at(i, j);
+      m += at(i, j);
+      if (at(i, j) > at(k, j)) k = i;
+    }
+    squares[static_cast<std::size_t>(j)] = s;
+    means[static_cast<std::size_t>(j)] = m / static_cast<double>(rows);
+    largest[static_cast<std::size_t>(j)] = k;
+  }
+  for (int threads : {1, 2, 3}) {
+    exec::OpenMP const executor{.threads = threads};
+    auto got = make_host_tensor<double>(make_shape(cols));
+    assign(got, sum(cast<double>(x) * cast<double>(x), mode<0>), executor);
+    EXPECT_EQ(elements(got), squares) << threads << " threads";
+    assign(got, mean(cast<double>(x), mode<0>), executor);
+    EXPECT_EQ(elements(got), means) << threads << " threads";
+    auto index = make_host_tensor<index_t>(make_shape(cols));
+    assign(index, argmax(x, mode<0>), executor);
+    for (index_t j = 0; j < cols; ++j)
+      EXPECT_EQ(index[j], largest[static_cast<std::size_t>(j)]) << "column " << j;
+  }
+}
+
+// Tiles stop at the end of the innermost kept mode (here 300 long, under two kept modes), write a
+// destination with gaps, and combine a reduced range of several runs run by run, as the per-output
+// loop does: the reduced mode (P, Q) skips a row after every Q, so its two loop modes do not merge
+// and each output is sum over p of (sum over q). The terms are scaled by 0.1 so that they fill a
+// double's mantissa and a different order of additions would change the bits.
+TEST(ColumnReductions, TilesFollowTheRunsOfTheReducedModes) {
+  index_t const p = 7, q = 13, a = 3, n = 300;
+  auto storage = random_tensor<float>(make_shape(p, q + 1, a, n), -2, 2, 12);
+  std::vector<double> const xs = elements(storage);
+  auto at = [&](index_t pi, index_t qi, index_t ai, index_t ni) {
+    return xs[static_cast<std::size_t>(((pi * (q + 1) + qi) * a + ai) * n + ni)];
+  };
+  // x(ai, ni, (pi, qi)) = storage(pi, qi, ai, ni) for qi < q.
+  auto x = make_tensor(storage.data(),
+                       make_layout(make_shape(a, n, make_shape(p, q)),
+                                   make_stride(n, Int<1>{}, make_stride((q + 1) * a * n, a * n))));
+  std::vector<double> want(static_cast<std::size_t>(a * n));
+  for (index_t ai = 0; ai < a; ++ai)
+    for (index_t ni = 0; ni < n; ++ni) {
+      double s = 0;
+      for (index_t pi = 0; pi < p; ++pi) {
+        double run = 0;
+        for (index_t qi = 0; qi < q; ++qi) run += at(pi, qi, ai, ni) * 0.1;
+        s += run;
+      }
+      want[static_cast<std::size_t>(ai * n + ni)] = s;
+    }
+  for (int threads : {1, 2}) {
+    // The destination has gaps: rows of n + 5 elements, of which the first n are written.
+    auto storage_out = make_host_tensor<double>(make_shape(a, n + 5));
+    auto out = make_tensor(storage_out.data(),
+                           make_layout(make_shape(a, n), make_stride(n + 5, Int<1>{})));
+    assign(out, sum(cast<double>(x) * 0.1, mode<2>), exec::OpenMP{.threads = threads});
+    EXPECT_EQ(elements(out), want) << threads << " threads";
+  }
+}
+
 // ---- the host team (exec/host/team.hpp) ----
 
 // Every index of [0, total) is visited exactly once, whatever the team size, many passes in a row

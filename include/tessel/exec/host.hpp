@@ -180,6 +180,66 @@ typename Op::state_type reduce_range(Nest const& nest, Op const& op, Ev ev, inde
   return state;
 }
 
+// Whether the outputs of a reduction are reduced a tile at a time (reduce_tile): when every run
+// takes reduce_run's sequential path (no packet form), no operand reads its reduced run
+// contiguously, and every operand reads the innermost kept mode contiguously or not at all, as in
+// the per-column sums of a row-major matrix.
+template <class Op, class Nest, class Ev>
+bool reduces_in_tiles(Nest const& nest, Ev ev) {
+  using S = typename Ev::value_type;
+  if constexpr (host::packet_reducible_v<S, Op> && host::packetizable_v<Ev, S>) {
+    return false;
+  } else {
+    if (nest.outer == 0 || nest.extent[nest.outer - 1] < 2) return false;
+    index_t const kept = nest.outer - 1;
+    bool strided_runs = true, kept_contiguous = true, reads_kept = false;
+    ev.visit_leaves([&](auto const& leaf) {
+      strided_runs = strided_runs && leaf.inner != 1;
+      kept_contiguous = kept_contiguous && (leaf.stride[kept] == 0 || leaf.stride[kept] == 1);
+      reads_kept = reads_kept || leaf.stride[kept] == 1;
+    });
+    return strided_runs && kept_contiguous && reads_kept;
+  }
+}
+
+// Outputs per tile of reduce_tile.
+inline constexpr index_t reduce_tile_width = 256;
+
+// Stores `width` consecutive outputs along the innermost kept mode, starting where row and dd
+// stand, each reduced over the flat range [0, inner) of the reduced modes with its terms combined
+// exactly as reduce_range combines them (run by run, each run from op's identity): the same bits.
+// For each reduced position the tile's elements are read side by side, so a strided reduced mode
+// touches each cache line once per tile instead of once per output.
+// @pre reduces_in_tiles<Op>(nest, row) and 0 < width <= reduce_tile_width
+template <class Nest, class Op, class Ev, class D>
+void reduce_tile(Nest const& nest, Op const& op, Ev row, D dd, index_t width, index_t inner) {
+  using State = typename Op::state_type;
+  index_t const kept = nest.outer - 1;
+  std::array<State, reduce_tile_width> state, part;
+  std::fill_n(state.begin(), width, op.identity());
+  for_each_run(
+      nest, nest.outer, 0, inner,
+      [&](index_t i0, index_t i1, index_t base) {
+        std::fill_n(part.begin(), width, op.identity());
+        for (index_t i = i0; i < i1; ++i) {
+          auto e = row;
+          for (index_t j = 0; j < width; ++j) {
+            part[static_cast<std::size_t>(j)] =
+                op.update(part[static_cast<std::size_t>(j)], e(i), base + i);
+            e.advance(kept, 1);
+          }
+        }
+        for (index_t j = 0; j < width; ++j)
+          state[static_cast<std::size_t>(j)] =
+              op(state[static_cast<std::size_t>(j)], part[static_cast<std::size_t>(j)]);
+      },
+      row);
+  for (index_t j = 0; j < width; ++j) {
+    dd.store(0, op.finalize(state[static_cast<std::size_t>(j)], inner));
+    dd.advance(kept, 1);
+  }
+}
+
 // ---- drivers ----
 
 template <std::size_t R>
@@ -373,14 +433,23 @@ void run_reduction(DV const& dst, Node const& node, X const& executor) {
       for (auto const& p : partial) state = op(state, p);
       d.store(0, op.finalize(state, inner));
     } else {
+      bool const tiles = reduces_in_tiles<Op>(nest, ev);
       parallel_ranges(threads, outer, [&](index_t begin, index_t end) {
         index_t coord[K] = {};
         auto dd = d;
         auto row = ev;
         seek(nest, 0, nest.outer, begin, coord, dd, row);
-        for (index_t r = begin; r < end; ++r) {
-          dd.store(0, op.finalize(reduce_range(nest, op, row, 0, inner, contiguous), inner));
-          if (r + 1 < end) step(nest, 0, nest.outer, coord, dd, row);
+        for (index_t r = begin; r < end;) {
+          index_t done = 1;
+          if (tiles) {
+            index_t const kept = nest.outer - 1;
+            done = std::min({reduce_tile_width, end - r, nest.extent[kept] - coord[kept]});
+            reduce_tile(nest, op, row, dd, done, inner);
+          } else {
+            dd.store(0, op.finalize(reduce_range(nest, op, row, 0, inner, contiguous), inner));
+          }
+          r += done;
+          for (index_t k = 0; k < done && r < end; ++k) step(nest, 0, nest.outer, coord, dd, row);
         }
       });
     }
