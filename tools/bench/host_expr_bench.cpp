@@ -264,6 +264,32 @@ void BM_Threshold(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
+// Squared norms in double of the rows or the columns of eight row-major 1024 x 1024 float blocks
+// (Shampoo's overflow pre-check along modes 0 and 1 of its benchmark's blocks): per row the
+// reduced mode is contiguous; per column it is strided and the kept mode contiguous, which the
+// executor reduces a tile of columns at a time (docs/design.md, "Reductions").
+void BM_SquaredNorms(benchmark::State& state) {
+  constexpr index_t count = 8, d = 1024;
+  static std::vector<float> const g = random_floats(count * d * d, -1, 1, 4);
+  std::vector<double> norms(static_cast<std::size_t>(count * d));
+  bool const columns = state.range(0) == 1;
+  int const threads = static_cast<int>(state.range(1));
+  auto const blocks = make_tensor(g.data(), make_shape(count, d, d));
+  auto const out = make_tensor(norms.data(), make_shape(count, d));
+  auto const by_column = permute<0, 2, 1>(blocks);
+  for (auto _ : state) {
+    if (columns)
+      assign(out, sum(cast<double>(by_column) * cast<double>(by_column), mode<2>),
+             exec::OpenMP{.threads = threads});
+    else
+      assign(out, sum(cast<double>(blocks) * cast<double>(blocks), mode<2>),
+             exec::OpenMP{.threads = threads});
+    benchmark::DoNotOptimize(norms.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * count * d * d * index_t(sizeof(float)));
+}
+
 }  // namespace
 
 BENCHMARK(BM_Fused_tessel)
@@ -321,4 +347,9 @@ BENCHMARK(BM_Threshold)
     ->ArgNames({"n", "threads"})
     ->UseRealTime();
 
+BENCHMARK(BM_SquaredNorms)
+    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->ArgNames({"columns", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();
