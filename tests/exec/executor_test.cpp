@@ -93,13 +93,14 @@ TEST(Executors, ReductionsAreIdentical) {
 
 // ---- reductions over a strided mode, a tile of outputs at a time ----
 
-// Per-column reductions of a row-major matrix whose operation has no packet form (sums in double
-// of float elements, argmax): the reduced mode is strided and the kept one contiguous, so the host
-// executor reduces up to 256 columns side by side (exec/host.hpp, reduce_tile). Each column's terms
-// are still combined in row order, so the results are the plain loop's bits; 700 columns make two
-// full tiles and a partial one.
+// Per-column reductions of a row-major matrix whose packets would be assembled lane by lane (sums
+// in double of float elements) or that have no packet form (argmax): the reduced mode is strided
+// and the kept one contiguous, so the host executor reduces up to 256 columns side by side
+// (exec/host.hpp, reduce_tile; the sums a packet of columns at a time, exec/host/packet.hpp
+// tile_sums). Each column's terms are still combined in row order, so the results are the plain
+// loop's bits; the columns make two full tiles and a partial one, whose last packet is partial.
 TEST(ColumnReductions, TilesCombineEachOutputsTermsInOrder) {
-  index_t const rows = 300, cols = 700;
+  index_t const rows = 300, cols = 2 * exec::detail::reduce_tile_width + 155;
   auto x = random_tensor<float>(make_shape(rows, cols), -3, 3, 11);
   std::vector<double> const xs = elements(x);
   auto at = [&](index_t i, index_t j) { return xs[static_cast<std::size_t>(i * cols + j)]; };
@@ -153,7 +154,8 @@ TEST(ColumnReductions, TilesFollowTheRunsOfTheReducedModes) {
       double s = 0;
       for (index_t pi = 0; pi < p; ++pi) {
         double run = 0;
-        for (index_t qi = 0; qi < q; ++qi) run += at(pi, qi, ai, ni) * 0.1;
+        // Rounded before the addition, as the executor's products (no FMA under -march).
+        for (index_t qi = 0; qi < q; ++qi) run += math::rounded_product(at(pi, qi, ai, ni), 0.1);
         s += run;
       }
       want[static_cast<std::size_t>(ai * n + ni)] = s;
@@ -165,6 +167,34 @@ TEST(ColumnReductions, TilesFollowTheRunsOfTheReducedModes) {
                            make_layout(make_shape(a, n), make_stride(n + 5, Int<1>{})));
     assign(out, sum(cast<double>(x) * 0.1, mode<2>), exec::OpenMP{.threads = threads});
     EXPECT_EQ(elements(out), want) << threads << " threads";
+  }
+}
+
+// Row sums in double of float elements run in double packets (exec/host/packet.hpp widen_load):
+// the values are the plain loop's to rounding, and the bits are the same for any thread count and
+// wherever a row starts (rows of 1001 elements: each has a partial packet, and its packets sit at
+// a different offset from the last row's).
+TEST(MixedPrecisionReductions, RowSumsInDoublePacketsOfFloats) {
+  index_t const rows = 37, cols = 1001;
+  auto x = random_tensor<float>(make_shape(rows, cols), -3, 3, 13);
+  std::vector<double> const xs = elements(x);
+  std::vector<double> plain(rows);
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < cols; ++j)
+      plain[static_cast<std::size_t>(i)] +=
+          xs[static_cast<std::size_t>(i * cols + j)] * xs[static_cast<std::size_t>(i * cols + j)];
+  std::vector<double> first;
+  for (int threads : {1, 2, 3}) {
+    auto got = make_host_tensor<double>(make_shape(rows));
+    assign(got, sum(cast<double>(x) * cast<double>(x), mode<1>), exec::OpenMP{.threads = threads});
+    for (index_t i = 0; i < rows; ++i)
+      EXPECT_NEAR(got[i], plain[static_cast<std::size_t>(i)],
+                  1e-13 * plain[static_cast<std::size_t>(i)])
+          << "row " << i;
+    if (first.empty())
+      first = elements(got);
+    else
+      EXPECT_EQ(elements(got), first) << threads << " threads";
   }
 }
 

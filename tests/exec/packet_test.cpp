@@ -50,6 +50,13 @@ static_assert(!packetizable_v<ev<decltype(i() * 2)>, int>);       // integers: s
 static_assert(!packetizable_v<ev<decltype(f() + i())>, float>);   // mixed leaves: scalar path
 static_assert(!packetizable_v<ev<decltype(map(UserOp{}, f()))>, float>);
 static_assert(exec::host::vectorizable_v<float> && exec::host::vectorizable_v<double>);
+// Floats under cast<double> load into double packets; mixed-precision reductions take that path.
+static_assert(packetizable_v<ev<decltype(cast<double>(f()) * cast<double>(f()) + 1.0)>, double>);
+static_assert(!packetizable_v<ev<decltype(cast<double>(exp(f())))>, double>);  // exp in float
+using exec::host::native_leaves_v;  // a strided run can be gathered in packets of S
+static_assert(native_leaves_v<ev<decltype(f() * 2.0f)>, float>);
+static_assert(!native_leaves_v<ev<decltype(h() * 2.0f)>, float>);
+static_assert(!native_leaves_v<ev<decltype(cast<double>(f()))>, double>);
 
 // Applies op to values through the packet path (a contiguous float tensor) and the scalar path
 // (each value alone through the kernel body's functor).
@@ -169,6 +176,28 @@ TEST(PacketPath, StridedBroadcastAndTailLoadsAgreeWithContiguous) {
   for (index_t r = 0; r < 37; ++r)
     for (index_t c = 0; c < 9; ++c)
       EXPECT_NEAR(outt(r, c), std::exp(big(c, r)), 3e-7f * std::exp(big(c, r)));
+}
+
+// Floats read into double packets (cast<double>) give the scalar path's values exactly, read
+// contiguously (rows of 37: partial packets), with a stride (gathered lane by lane) or broadcast.
+// Every operation here is exact in double except the last addition, which both paths round once.
+TEST(PacketPath, FloatsReadAsDoubleGiveTheScalarValues) {
+  auto big = test::random_tensor<float>(make_shape(9, 40), -2, 2, 7);
+  auto row = test::random_tensor<float>(make_shape(37), -2, 2, 8);
+  auto strided = big(_, range(1, 38));
+  auto gathered = transpose(big)(range(0, 37), _);
+  auto out = make_host_tensor<double>(make_shape(9, 37));
+  out = cast<double>(strided) * cast<double>(strided) + 0.5 * cast<double>(row);
+  for (index_t r = 0; r < 9; ++r)
+    for (index_t c = 0; c < 37; ++c) {
+      double const a = big(r, c + 1), b = row(c);
+      EXPECT_EQ(out(r, c), a * a + 0.5 * b) << r << ", " << c;
+    }
+  auto outt = make_host_tensor<double>(make_shape(37, 9));
+  outt = cast<double>(gathered) * 3.0;
+  for (index_t r = 0; r < 37; ++r)
+    for (index_t c = 0; c < 9; ++c)
+      EXPECT_EQ(outt(r, c), double(big(c, r)) * 3.0) << r << ", " << c;
 }
 
 // Restores the process's streaming-store threshold when a test ends.

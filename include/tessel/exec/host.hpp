@@ -180,14 +180,17 @@ typename Op::state_type reduce_range(Nest const& nest, Op const& op, Ev ev, inde
   return state;
 }
 
-// Whether the outputs of a reduction are reduced a tile at a time (reduce_tile): when every run
-// takes reduce_run's sequential path (no packet form), no operand reads its reduced run
-// contiguously, and every operand reads the innermost kept mode contiguously or not at all, as in
-// the per-column sums of a row-major matrix.
+// Whether the outputs of a reduction are reduced a tile at a time (reduce_tile): when no operand
+// reads its reduced run contiguously, every operand reads the innermost kept mode contiguously or
+// not at all, as in the per-column sums of a row-major matrix, and reduce_run would take its
+// sequential path (no packet form) or assemble its packets lane by lane (an operand of another
+// type than the packets', as float read in double). A packet form over leaves of its own type
+// keeps reduce_run's gathers, whose order of additions the tiles do not reproduce.
 template <class Op, class Nest, class Ev>
 bool reduces_in_tiles(Nest const& nest, Ev ev) {
   using S = typename Ev::value_type;
-  if constexpr (host::packet_reducible_v<S, Op> && host::packetizable_v<Ev, S>) {
+  if constexpr (host::packet_reducible_v<S, Op> && host::packetizable_v<Ev, S> &&
+                host::native_leaves_v<Ev, S>) {
     return false;
   } else {
     if (nest.outer == 0 || nest.extent[nest.outer - 1] < 2) return false;
@@ -202,8 +205,17 @@ bool reduces_in_tiles(Nest const& nest, Ev ev) {
   }
 }
 
-// Outputs per tile of reduce_tile.
-inline constexpr index_t reduce_tile_width = 256;
+// Outputs per tile of reduce_tile: a 1024-float row is read as one stream at each reduced
+// position; tiles of 256 read it in four 1 KB pieces 4 KB apart and took 1.6x the time over
+// 1024 x 1024 blocks (tools/bench/host_expr_bench.cpp BM_SquaredNorms).
+inline constexpr index_t reduce_tile_width = 1024;
+
+// reduce_tile adds a position's terms for a packet of outputs at once: a sum whose operands have a
+// packet form. Each lane then adds its output's terms in order, the scalar loop's bits.
+template <class Op, class Ev>
+inline constexpr bool tiles_in_packets_v =
+    host::packet_reducible_v<typename Ev::value_type, Op>&&
+        host::packetizable_v<Ev, typename Ev::value_type>&& Op::packet_form == PacketForm::sum;
 
 // Stores `width` consecutive outputs along the innermost kept mode, starting where row and dd
 // stand, each reduced over the flat range [0, inner) of the reduced modes with its terms combined
@@ -215,18 +227,27 @@ template <class Nest, class Op, class Ev, class D>
 void reduce_tile(Nest const& nest, Op const& op, Ev row, D dd, index_t width, index_t inner) {
   using State = typename Op::state_type;
   index_t const kept = nest.outer - 1;
-  std::array<State, reduce_tile_width> state, part;
+  alignas(64) std::array<State, reduce_tile_width> state, part;
   std::fill_n(state.begin(), width, op.identity());
   for_each_run(
       nest, nest.outer, 0, inner,
       [&](index_t i0, index_t i1, index_t base) {
-        std::fill_n(part.begin(), width, op.identity());
-        for (index_t i = i0; i < i1; ++i) {
-          auto e = row;
-          for (index_t j = 0; j < width; ++j) {
-            part[static_cast<std::size_t>(j)] =
-                op.update(part[static_cast<std::size_t>(j)], e(i), base + i);
-            e.advance(kept, 1);
+        if constexpr (tiles_in_packets_v<Op, Ev>) {
+          // `across` reads along the kept mode: lane j of a packet at j0 is output j0 + j.
+          auto across = row;
+          across.visit_leaves([&](auto& leaf) { leaf.inner = leaf.stride[kept]; });
+          across.advance(nest.rank - 1, i0);
+          host::tile_sums<typename Ev::value_type>(across, nest.rank - 1, i1 - i0, width,
+                                                   part.data());
+        } else {
+          std::fill_n(part.begin(), width, op.identity());
+          for (index_t i = i0; i < i1; ++i) {
+            auto e = row;
+            for (index_t j = 0; j < width; ++j) {
+              part[static_cast<std::size_t>(j)] =
+                  op.update(part[static_cast<std::size_t>(j)], e(i), base + i);
+              e.advance(kept, 1);
+            }
           }
         }
         for (index_t j = 0; j < width; ++j)

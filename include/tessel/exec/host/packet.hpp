@@ -1,12 +1,12 @@
 // The host executor's vector path: evaluators evaluated a packet (SIMD register) at a time with
 // Eigen's packet math (Eigen::internal::padd, pexp, ...). An expression takes this path when every
 // node has a packet form in one floating type S (float or double): tessel's arithmetic, math,
-// max/min, comparisons (as lane masks), where, and casts within S. Leaf loads specialize on the
-// innermost stride: 1 (ploadu), 0 (pset1, hoisted by the compiler), anything else (pgather); a
-// fully contiguous nest instantiates a loop with plain ploadu only. Partial packets at the end of a
-// run load the remaining lanes into a zero-padded buffer, so every element of a run, tail included,
-// is computed by the same packet code (results do not depend on how runs are split across
-// threads). Host only.
+// max/min, comparisons (as lane masks), where, casts within S, and float leaves under cast<double>
+// (read into double packets). Leaf loads specialize on the innermost stride: 1 (ploadu), 0 (pset1,
+// hoisted by the compiler), anything else (pgather); a fully contiguous nest instantiates a loop
+// with plain ploadu only. Partial packets at the end of a run load the remaining lanes into a
+// zero-padded buffer, so every element of a run, tail included, is computed by the same packet
+// code (results do not depend on how runs are split across threads). Host only.
 //
 // Under nvcc this header declares the traits as "no packet form" and includes no Eigen: Eigen 3.4
 // does not compile warning-free there, and CUDA translation units evaluate on the device anyway.
@@ -24,8 +24,12 @@ template <class Ev, class S>
 inline constexpr bool packetizable_v = false;
 template <class S, class Op>
 inline constexpr bool packet_reducible_v = false;
+template <class Ev, class S>
+inline constexpr bool native_leaves_v = true;
 template <class S>
 inline constexpr index_t packet_width = 1;
+template <class S, class Ev>
+void tile_sums(Ev, index_t, index_t, index_t, S*) {}
 template <class S, bool Contiguous, bool Stream = false, class D, class Ev>
 void packet_run(D const&, Ev const&, index_t, index_t) {}
 template <class S, bool Contiguous, class Op, class Ev>
@@ -378,6 +382,29 @@ struct PacketOp<ops::Cast<T>> {
   }
 };
 
+// ---- float leaves read in double packets ----
+
+// A float leaf under cast<double> (sums of squares in double, the mixed-precision reductions) is
+// read into double packets: the conversion is exact, so the values are those of the scalar path,
+// and the packet takes half a float packet's worth of floats.
+inline packet_t<double> widen_load(float const* p) {
+#if defined(EIGEN_VECTORIZE_AVX512)
+  return _mm512_cvtps_pd(_mm256_loadu_ps(p));
+#elif defined(EIGEN_VECTORIZE_AVX)
+  return _mm256_cvtps_pd(_mm_loadu_ps(p));
+#elif defined(EIGEN_VECTORIZE_SSE2)
+  return _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<__m128i const*>(p))));
+#else
+  alignas(64) double lanes[packet_width<double>];
+  for (index_t l = 0; l < packet_width<double>; ++l) lanes[l] = double(p[l]);
+  return ei::pload<packet_t<double>>(lanes);
+#endif
+}
+
+// The evaluator of cast<double> of a float operand.
+template <std::size_t K>
+using WidenedLeaf = MapEval<ops::Cast<double>, LeafEval<float, K>>;
+
 // ---- which evaluators have a packet form ----
 
 template <class Ev, class S>
@@ -403,9 +430,34 @@ struct PacketTraits<MapEval<Op, Cs...>, S> {
                         : PacketKind::none;
 };
 
+template <std::size_t K>
+struct PacketTraits<WidenedLeaf<K>, double> {
+  static constexpr PacketKind kind = vectorizable_v<double> ? PacketKind::value : PacketKind::none;
+};
+
 // Ev can be evaluated in packets of S, giving values.
 template <class Ev, class S>
 inline constexpr bool packetizable_v = PacketTraits<Ev, S>::kind == PacketKind::value;
+
+// Every leaf of Ev holds S itself, so a strided run of it is loaded with packet gathers; other
+// leaves (float read as double, 16-bit floats read as float) assemble such a packet lane by lane.
+template <class Ev>
+struct NativeLeaves {
+  template <class S>
+  static constexpr bool in = true;
+};
+template <class T, std::size_t K>
+struct NativeLeaves<LeafEval<T, K>> {
+  template <class S>
+  static constexpr bool in = std::is_same_v<T, S>;
+};
+template <class Op, class... Cs>
+struct NativeLeaves<MapEval<Op, Cs...>> {
+  template <class S>
+  static constexpr bool in = (NativeLeaves<Cs>::template in<S> && ...);
+};
+template <class Ev, class S>
+inline constexpr bool native_leaves_v = NativeLeaves<Ev>::template in<S>;
 
 // ---- evaluation ----
 
@@ -431,6 +483,21 @@ TESSEL_FORCEINLINE packet_t<S> peval(LeafEval<T, K> const& e, index_t i, index_t
     for (index_t l = 0; l < W; ++l)
       lanes[l] = l < n ? S(load_element(e.ptr[(i + l) * e.inner])) : S(0);
     return ei::pload<P>(lanes);
+  }
+}
+
+template <Load L, class S, std::size_t K>
+TESSEL_FORCEINLINE packet_t<S> peval(WidenedLeaf<K> const& w, index_t i, index_t count) {
+  static_assert(std::is_same_v<S, double>,
+                "tessel: internal: a widened leaf loads double packets.");
+  auto const& e = get<0>(w.children);
+  if constexpr (L == Load::contiguous) {
+    return widen_load(e.ptr + i);
+  } else {
+    if constexpr (L == Load::general) {
+      if (e.inner == 1) return widen_load(e.ptr + i);
+    }
+    return peval<L, S>(e, i, count);  // broadcast, or lane by lane
   }
 }
 
@@ -616,6 +683,31 @@ void packet_run(D const& dst_in, Ev const& ev_in, index_t begin, index_t end) {
   for (; i + W <= end; i += W) store(i, peval<L, S>(ev, i, W));
   if (i < end) pstore<Load::tail, S>(dst, i, peval<Load::tail, S>(ev, i, end - i), end - i);
   if constexpr (Stream) stream_fence();
+}
+
+// ---- column reductions ----
+
+// sums[j] = the sum over `positions` steps along loop mode `along` of across(j), j in [0, width),
+// each in order from 0: lane l of the packet at j0 adds output j0 + l's terms, so every output has
+// the bits of a scalar loop. across reads the outputs with its leaves' inner strides (each 0 or 1:
+// the kept mode of exec/host.hpp's reduce_tile). sums is aligned to a packet and holds width
+// rounded up to whole packets.
+// @pre packetizable_v<Ev, S>
+template <class S, class Ev>
+void tile_sums(Ev across, index_t along, index_t positions, index_t width, S* sums) {
+  using P = packet_t<S>;
+  constexpr index_t W = packet_width<S>;
+  index_t const full = width / W, rest = width % W, packets = full + (rest > 0 ? 1 : 0);
+  for (index_t p = 0; p < packets; ++p) ei::pstore(sums + p * W, ei::pzero(P{}));
+  for (index_t i = 0; i < positions; ++i) {
+    for (index_t p = 0; p < full; ++p)
+      ei::pstore(sums + p * W,
+                 ei::padd(ei::pload<P>(sums + p * W), peval<Load::general, S>(across, p * W, W)));
+    if (rest > 0)
+      ei::pstore(sums + full * W, ei::padd(ei::pload<P>(sums + full * W),
+                                           peval<Load::tail, S>(across, full * W, rest)));
+    across.advance(along, 1);
+  }
 }
 
 // ---- row reductions ----
