@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <initializer_list>
 
 namespace {
 
