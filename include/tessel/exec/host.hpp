@@ -213,9 +213,11 @@ inline constexpr index_t reduce_tile_width = 1024;
 // reduce_tile adds a position's terms for a packet of outputs at once: a sum whose operands have a
 // packet form. Each lane then adds its output's terms in order, the scalar loop's bits.
 template <class Op, class Ev>
-inline constexpr bool tiles_in_packets_v =
-    host::packet_reducible_v<typename Ev::value_type, Op>&&
-        host::packetizable_v<Ev, typename Ev::value_type>&& Op::packet_form == PacketForm::sum;
+constexpr bool tiles_in_packets() {
+  using S = typename Ev::value_type;
+  return Op::packet_form == PacketForm::sum && host::packet_reducible_v<S, Op> &&
+         host::packetizable_v<Ev, S>;
+}
 
 // Stores `width` consecutive outputs along the innermost kept mode, starting where row and dd
 // stand, each reduced over the flat range [0, inner) of the reduced modes with its terms combined
@@ -232,7 +234,7 @@ void reduce_tile(Nest const& nest, Op const& op, Ev row, D dd, index_t width, in
   for_each_run(
       nest, nest.outer, 0, inner,
       [&](index_t i0, index_t i1, index_t base) {
-        if constexpr (tiles_in_packets_v<Op, Ev>) {
+        if constexpr (tiles_in_packets<Op, Ev>()) {
           // `across` reads along the kept mode: lane j of a packet at j0 is output j0 + j.
           auto across = row;
           across.visit_leaves([&](auto& leaf) { leaf.inner = leaf.stride[kept]; });
