@@ -95,7 +95,7 @@ TEST(Executors, ReductionsAreIdentical) {
 
 // Per-column reductions of a row-major matrix whose packets would be assembled lane by lane (sums
 // in double of float elements) or that have no packet form (argmax): the reduced mode is strided
-// and the kept one contiguous, so the host executor reduces up to 256 columns side by side
+// and the kept one contiguous, so the host executor reduces up to 1024 columns side by side
 // (exec/host.hpp, reduce_tile; the sums a packet of columns at a time, exec/host/packet.hpp
 // tile_sums). Each column's terms are still combined in row order, so the results are the plain
 // loop's bits; the columns make two full tiles and a partial one, whose last packet is partial.

@@ -198,6 +198,13 @@ TEST(PacketPath, FloatsReadAsDoubleGiveTheScalarValues) {
   for (index_t r = 0; r < 37; ++r)
     for (index_t c = 0; c < 9; ++c)
       EXPECT_EQ(outt(r, c), double(big(c, r)) * 3.0) << r << ", " << c;
+  // Broadcast along the innermost mode (stride 0): row r reads the one float row(r).
+  auto spread =
+      make_tensor(row.data(), make_layout(make_shape(9, 37), make_stride(Int<1>{}, Int<0>{})));
+  out = cast<double>(spread) * 2.0 + cast<double>(strided);
+  for (index_t r = 0; r < 9; ++r)
+    for (index_t c = 0; c < 37; ++c)
+      EXPECT_EQ(out(r, c), double(row(r)) * 2.0 + double(big(r, c + 1))) << r << ", " << c;
 }
 
 // Restores the process's streaming-store threshold when a test ends.

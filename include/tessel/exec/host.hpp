@@ -152,11 +152,18 @@ void elementwise_range(Nest const& nest, index_t lo, index_t begin, index_t end,
 
 // ---- reduction runs ----
 
+// Op reduces ev's values in packets of their type (reduce_run's vector path).
+template <class Op, class Ev>
+constexpr bool reduces_in_packets() {
+  using S = typename Ev::value_type;
+  return host::packet_reducible_v<S, Op> && host::packetizable_v<Ev, S>;
+}
+
 template <class Op, class Ev>
 typename Op::state_type reduce_run(Op const& op, Ev const& ev, index_t begin, index_t end,
                                    index_t base, bool contiguous) {
   using S = typename Ev::value_type;
-  if constexpr (host::packet_reducible_v<S, Op> && host::packetizable_v<Ev, S>) {
+  if constexpr (reduces_in_packets<Op, Ev>()) {
     if (end - begin >= 2 * host::packet_width<S>) {
       return contiguous ? host::packet_reduce_run<S, true>(op, ev, begin, end)
                         : host::packet_reduce_run<S, false>(op, ev, begin, end);
@@ -188,9 +195,8 @@ typename Op::state_type reduce_range(Nest const& nest, Op const& op, Ev ev, inde
 // keeps reduce_run's gathers, whose order of additions the tiles do not reproduce.
 template <class Op, class Nest, class Ev>
 bool reduces_in_tiles(Nest const& nest, Ev ev) {
-  using S = typename Ev::value_type;
-  if constexpr (host::packet_reducible_v<S, Op> && host::packetizable_v<Ev, S> &&
-                host::native_leaves_v<Ev, S>) {
+  if constexpr (reduces_in_packets<Op, Ev>() &&
+                host::native_leaves_v<Ev, typename Ev::value_type>) {
     return false;
   } else {
     if (nest.outer == 0 || nest.extent[nest.outer - 1] < 2) return false;
@@ -214,9 +220,7 @@ inline constexpr index_t reduce_tile_width = 1024;
 // packet form. Each lane then adds its output's terms in order, the scalar loop's bits.
 template <class Op, class Ev>
 constexpr bool tiles_in_packets() {
-  using S = typename Ev::value_type;
-  return Op::packet_form == PacketForm::sum && host::packet_reducible_v<S, Op> &&
-         host::packetizable_v<Ev, S>;
+  return Op::packet_form == PacketForm::sum && reduces_in_packets<Op, Ev>();
 }
 
 // Stores `width` consecutive outputs along the innermost kept mode, starting where row and dd
