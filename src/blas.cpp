@@ -1,28 +1,16 @@
-// tessel::blas: the host BLAS and LAPACK calls behind exec::gemm, exec::syrk and exec::eigh
-// (declared in tessel/exec/dense/blas.hpp), compiled once so that the BLAS's headers, which put
-// names such as `bfloat16` in the global namespace, never reach a tessel user's translation unit.
+// tessel::blas: the host BLAS calls behind exec::gemm and exec::syrk (declared in
+// tessel/exec/dense/blas.hpp; exec::eigh's are in src/syevd.cpp), compiled once so that the BLAS's
+// headers, which put names such as `bfloat16` in the global namespace, never reach a tessel user's
+// translation unit.
 #include <tessel/exec/dense/blas.hpp>
 
 #include <cblas.h>
 
-#include <cstddef>
 #include <cstdlib>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "cpu_vectors.hpp"
-
-// LAPACK's symmetric eigensolver (divide and conquer), Fortran calling convention: every argument
-// by address, the lengths of the two character arguments last.
-extern "C" {
-void ssyevd_(char const* jobz, char const* uplo, int const* n, float* a, int const* lda, float* w,
-             float* work, int const* lwork, int* iwork, int const* liwork, int* info,
-             std::size_t jobz_len, std::size_t uplo_len);
-void dsyevd_(char const* jobz, char const* uplo, int const* n, double* a, int const* lda, double* w,
-             double* work, int const* lwork, int* iwork, int const* liwork, int* info,
-             std::size_t jobz_len, std::size_t uplo_len);
-}
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // OpenBLAS's run-time choice of kernels, in its DYNAMIC_ARCH builds only (hence weak): quit
@@ -42,28 +30,6 @@ int as_int(index_t x) {
 }
 CBLAS_TRANSPOSE transpose_if(bool t) {
   return t ? CblasTrans : CblasNoTrans;
-}
-
-// ?syevd with a workspace query first (lwork = liwork = -1 writes the sizes the call wants).
-template <class T, class Syevd>
-int syevd(Syevd f, char uplo, index_t n, T* a, index_t lda, T* w, std::vector<T>& work,
-          std::vector<int>& iwork) {
-  int const ni = as_int(n), ldai = as_int(lda);
-  char const jobz = 'V';
-  auto call = [&](int lwork, int liwork) {
-    int info = 0;
-    f(&jobz, &uplo, &ni, a, &ldai, w, work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1);
-    return info;
-  };
-  if (work.empty()) work.resize(1);
-  if (iwork.empty()) iwork.resize(1);
-  if (int const info = call(-1, -1); info != 0) return info;
-  auto const lwork = static_cast<std::size_t>(work[0]);
-  auto const liwork = static_cast<std::size_t>(iwork[0]);
-  if (work.size() < lwork) work.resize(lwork);
-  if (iwork.size() < liwork) iwork.resize(liwork);
-  return call(as_int(static_cast<index_t>(work.size())),
-              as_int(static_cast<index_t>(iwork.size())));
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -148,15 +114,6 @@ void blas_syrk_lower(bool a_transposed, index_t n, index_t k, double alpha, doub
                      index_t lda, double beta, double* c, index_t ldc) {
   cblas_dsyrk(CblasRowMajor, CblasLower, transpose_if(a_transposed), as_int(n), as_int(k), alpha, a,
               as_int(lda), beta, c, as_int(ldc));
-}
-
-int lapack_syevd(char uplo, index_t n, float* a, index_t lda, float* w, std::vector<float>& work,
-                 std::vector<int>& iwork) {
-  return syevd(ssyevd_, uplo, n, a, lda, w, work, iwork);
-}
-int lapack_syevd(char uplo, index_t n, double* a, index_t lda, double* w, std::vector<double>& work,
-                 std::vector<int>& iwork) {
-  return syevd(dsyevd_, uplo, n, a, lda, w, work, iwork);
 }
 
 }  // namespace tessel::exec::detail

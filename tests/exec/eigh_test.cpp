@@ -1,10 +1,14 @@
 // exec::eigh on the host: eigenpairs of random symmetric matrices in either storage order (A q_j =
 // lambda_j q_j, orthonormal Q, ascending lambda), batches and single matrices, only the lower
-// triangle read, every executor giving the same bits, a failed solve reported per matrix in info
-// without touching the others, and the sentences for operands that do not fit.
+// triangle read, sizes around the LAPACK path's blocks of 64 reflectors (src/syevd.cpp), reflectors
+// that are the identity, repeated eigenvalues, matrices scaled into range as ?syevd does, every
+// executor giving the same bits, a failed solve reported per matrix in info without touching the
+// others, and the sentences for operands that do not fit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <random>
 #include <vector>
@@ -90,20 +94,122 @@ TYPED_TEST(Eigh, EigenpairsOfABatchInEitherStorageOrder) {
 
 TYPED_TEST(Eigh, OneMatrixReadsOnlyItsLowerTriangle) {
   using T = TypeParam;
-  index_t const n = 5;
-  auto a = random_symmetric<T>(1, n, 2);
-  auto m = make_host_tensor<T>(make_shape(n, n));
+  // 70: the LAPACK path mirrors a row-major matrix's lower triangle over two reflector blocks.
+  for (index_t const n : {index_t{5}, index_t{70}}) {
+    auto a = random_symmetric<T>(1, n, 2);
+    auto m = make_host_tensor<T>(make_shape(n, n));
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = 0; j < n; ++j)
+        m(i, j) = j > i ? std::numeric_limits<T>::quiet_NaN() : a(0, i, j);  // upper: garbage
+    auto w = make_host_tensor<T>(make_shape(n));
+    auto info = make_host_tensor<int>(make_shape(1));
+    exec::eigh(exec::Serial{}, w.view(), m.view(), info.view());
+    EXPECT_EQ(info(0), 0) << "n = " << n;
+    auto q3 = make_tensor(m.data(), make_shape(index_t{1}, n, n));
+    auto w2 = make_tensor(w.data(), make_shape(index_t{1}, n));
+    double const tol = static_cast<double>(n) * (std::is_same_v<T, float> ? 2e-6 : 4e-15);
+    EXPECT_LT(eigen_residual(a, q3, w2, 1, n), tol) << "n = " << n;
+  }
+}
+
+// The eigenvalues of the (batch, n, n) matrices a by Eigen's solver in double, ascending.
+template <class A>
+std::vector<double> reference_eigenvalues(A const& a, index_t b, index_t n) {
+  Eigen::MatrixXd m(n, n);
   for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < n; ++j) m(i, j) = static_cast<double>(a(b, i, j));
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(m, Eigen::EigenvaluesOnly);
+  return {solver.eigenvalues().data(), solver.eigenvalues().data() + n};
+}
+
+// Decomposes a copy of the (1, n, n) matrices a, row-major or column-major; returns the residual
+// of eigen_residual and checks info and the eigenvalues against Eigen's in double.
+template <class T, class A>
+double decompose_and_check(A const& a, index_t n, bool row_major, double tol) {
+  auto storage = make_host_tensor<T>(make_shape(index_t{1}, n, n));
+  assign(storage, a, exec::Serial{});
+  auto w = make_host_tensor<T>(make_shape(index_t{1}, n));
+  auto info = make_host_tensor<int>(make_shape(index_t{1}));
+  auto run = [&](auto const& q) {
+    exec::eigh(exec::Serial{}, w.view(), q, info.view());
+    EXPECT_EQ(info(0), 0);
+    auto const expected = reference_eigenvalues(a, 0, n);
+    double const scale = std::max(std::abs(expected.front()), std::abs(expected.back()));
     for (index_t j = 0; j < n; ++j)
-      m(i, j) = j > i ? std::numeric_limits<T>::quiet_NaN() : a(0, i, j);  // upper: garbage
-  auto w = make_host_tensor<T>(make_shape(n));
-  auto info = make_host_tensor<int>(make_shape(1));
-  exec::eigh(exec::Serial{}, w.view(), m.view(), info.view());
-  EXPECT_EQ(info(0), 0);
-  auto q3 = make_tensor(m.data(), make_shape(index_t{1}, n, n));
-  auto w2 = make_tensor(w.data(), make_shape(index_t{1}, n));
-  double const tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
-  EXPECT_LT(eigen_residual(a, q3, w2, 1, n), tol);
+      EXPECT_NEAR(static_cast<double>(w(0, j)), expected[static_cast<std::size_t>(j)], tol * scale)
+          << "eigenvalue " << j << " of " << n;
+    return eigen_residual(a, q, w, 1, n);
+  };
+  return row_major ? run(storage.view()) : run(permute<0, 2, 1>(storage.view()));
+}
+
+// The LAPACK path carries eigenvectors back through the tridiagonal reduction in blocks of 64
+// reflectors (src/syevd.cpp): one partial block, exactly one, one and one or two more, and
+// several with a partial last one, in both storage orders.
+TYPED_TEST(Eigh, MatricesSpanningSeveralReflectorBlocks) {
+  using T = TypeParam;
+  double const eps = std::numeric_limits<T>::epsilon();
+  for (index_t const n : {index_t{2}, index_t{3}, index_t{64}, index_t{65}, index_t{66},
+                          index_t{130}, index_t{200}}) {
+    auto const a = random_symmetric<T>(1, n, 10 + static_cast<unsigned>(n));
+    double const tol = 20.0 * static_cast<double>(n) * eps;
+    for (bool const row_major : {true, false})
+      EXPECT_LT(decompose_and_check<T>(a, n, row_major, tol), tol)
+          << "n = " << n << (row_major ? ", row-major" : ", column-major");
+  }
+}
+
+// A reflector that is the identity (tau = 0) wherever a column is already reduced: the zero
+// matrix, a diagonal one; and a rank-one update of the identity, whose eigenvalue 1 repeats
+// n - 1 times.
+TYPED_TEST(Eigh, IdentityReflectorsAndRepeatedEigenvalues) {
+  using T = TypeParam;
+  index_t const n = 100;
+  double const tol = 20.0 * static_cast<double>(n) * std::numeric_limits<T>::epsilon();
+  auto zero = make_host_tensor<T>(make_shape(index_t{1}, n, n));
+  auto diagonal = make_host_tensor<T>(make_shape(index_t{1}, n, n));
+  auto rank_one = make_host_tensor<T>(make_shape(index_t{1}, n, n));
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < n; ++j) {
+      zero(0, i, j) = T(0);
+      diagonal(0, i, j) = i == j ? static_cast<T>((37 * i) % n) : T(0);  // 0..n-1, shuffled
+      double const u_i = 0.1 * static_cast<double>(i % 7), u_j = 0.1 * static_cast<double>(j % 7);
+      rank_one(0, i, j) = static_cast<T>((i == j ? 1.0 : 0.0) + u_i * u_j);
+    }
+  for (bool const row_major : {true, false}) {
+    EXPECT_LT(decompose_and_check<T>(zero, n, row_major, tol), tol);
+    EXPECT_LT(decompose_and_check<T>(diagonal, n, row_major, tol), tol);
+    EXPECT_LT(decompose_and_check<T>(rank_one, n, row_major, tol), tol);
+  }
+}
+
+// Elements far below or far above the range whose squares LAPACK's reduction can form are
+// solved scaled into it and the eigenvalues scaled back, as ?syevd does: the eigenpairs of s A
+// are s times A's eigenvalues with A's eigenvectors.
+TYPED_TEST(Eigh, TinyAndHugeMatricesAreSolvedScaled) {
+  using T = TypeParam;
+  index_t const n = 70;
+  double const tol = 20.0 * static_cast<double>(n) * std::numeric_limits<T>::epsilon();
+  auto const a = random_symmetric<T>(1, n, 5);
+  auto const expected = reference_eigenvalues(a, 0, n);
+  double const spread = std::max(std::abs(expected.front()), std::abs(expected.back()));
+  bool const is_float = std::is_same_v<T, float>;
+  for (double const s : {is_float ? 1e-30 : 1e-200, is_float ? 1e30 : 1e200}) {
+    auto scaled = make_host_tensor<T>(make_shape(index_t{1}, n, n));
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = 0; j < n; ++j) scaled(0, i, j) = static_cast<T>(a(0, i, j) * s);
+    auto w = make_host_tensor<T>(make_shape(index_t{1}, n));
+    auto info = make_host_tensor<int>(make_shape(index_t{1}));
+    exec::eigh(exec::Serial{}, w.view(), scaled.view(), info.view());
+    EXPECT_EQ(info(0), 0) << "scale " << s;
+    auto unscaled = make_host_tensor<double>(make_shape(index_t{1}, n));
+    for (index_t j = 0; j < n; ++j) {
+      unscaled(0, j) = static_cast<double>(w(0, j)) / s;
+      EXPECT_NEAR(unscaled(0, j), expected[static_cast<std::size_t>(j)], tol * spread)
+          << "scale " << s << ", eigenvalue " << j;
+    }
+    EXPECT_LT(eigen_residual(a, scaled, unscaled, 1, n), tol) << "scale " << s;
+  }
 }
 
 TEST(Eigh, EveryExecutorGivesTheSameBits) {

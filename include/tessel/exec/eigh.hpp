@@ -2,10 +2,11 @@
 // matrices, info) over one matrix or a batch of them (Shampoo's inverse roots, one call per batch
 // group and mode). Each matrix is overwritten with its eigenvectors, the eigenvalues come out in
 // ascending order, and info says per matrix whether the solver converged, so a caller can retry
-// or keep an old result (a failure is data, not an exception). The host runs LAPACK's ?syevd
-// (divide and conquer, OpenBLAS's; exec/dense/blas.hpp) on each matrix when tessel is configured
-// with it, Eigen's SelfAdjointEigenSolver otherwise, the matrices spread over the executor's
-// threads; the CUDA twin is exec/cuda/eigh.cuh (cusolverDnXsyevBatched).
+// or keep an old result (a failure is data, not an exception). The host runs ?syevd's divide and
+// conquer (OpenBLAS's LAPACK, with tessel's blocked back-transformation; exec/dense/blas.hpp) on
+// each matrix when tessel is configured with it, Eigen's SelfAdjointEigenSolver otherwise, the
+// matrices spread over the executor's threads; the CUDA twin is exec/cuda/eigh.cuh
+// (cusolverDnXsyevBatched).
 #pragma once
 
 #include <type_traits>
@@ -40,21 +41,16 @@ int host_eigh_one(MatrixBatch<T> const& m, EigenvalueBatch<T> const& w, index_t 
 }
 
 #if TESSEL_BLAS
-// The same with LAPACK's ?syevd on the matrix in place (exec/dense/blas.hpp); work, iwork and
-// values are the calling thread's workspace. A row-major matrix is its transpose in column-major,
-// so its lower triangle is LAPACK's upper one, and the eigenvectors come back as its rows (then
-// transposed in place, in tiles).
+// The same with the LAPACK solver on the matrix in place (exec/dense/blas.hpp), in either
+// storage order; work, iwork and values are the calling thread's workspace.
 template <class T>
 int host_eigh_lapack(MatrixBatch<T> const& m, EigenvalueBatch<T> const& w, index_t b,
                      std::vector<T>& work, std::vector<int>& iwork, std::vector<T>& values) {
-  T* const a = m.data + b * m.batch_stride;
-  index_t const n = m.rows, ld = m.leading();
-  bool const row_major = m.row_major();
+  index_t const n = m.rows;
   values.resize(static_cast<std::size_t>(n));
-  int const info = lapack_syevd(row_major ? 'U' : 'L', n, a, ld, values.data(), work, iwork);
+  int const info = blas_syevd(m.row_major(), n, m.data + b * m.batch_stride, m.leading(),
+                              values.data(), work, iwork);
   if (info != 0) return info > 0 ? info : 1;
-  if (row_major)
-    for_each_upper_pair(n, [&](index_t i, index_t j) { std::swap(a[i * ld + j], a[j * ld + i]); });
   for (index_t i = 0; i < n; ++i) w.at(b, i) = values[static_cast<std::size_t>(i)];
   return 0;
 }

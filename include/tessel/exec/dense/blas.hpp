@@ -2,7 +2,8 @@
 // with them (CMake's TESSEL_BLAS, on when OpenBLAS is found), the tessel::tessel target defines
 // TESSEL_BLAS=1 and links tessel::blas, a small compiled library (src/blas.cpp) that makes these
 // calls: a tile of a host product is one cblas_?gemm / cblas_?syrk call on its plain descriptors,
-// a symmetric eigendecomposition one LAPACK ?syevd (divide and conquer). Otherwise, or for a
+// a symmetric eigendecomposition LAPACK's ?syevd stages (tridiagonal reduction, divide and
+// conquer) with tessel's blocked back-transformation (src/syevd.cpp). Otherwise, or for a
 // header-only use without CMake, Eigen computes them (exec/dense.hpp, exec/eigh.hpp). The BLAS's
 // own headers stay inside that library: OpenBLAS's cblas.h declares a global `bfloat16` (and other
 // names) that would collide with tessel's in user code.
@@ -56,14 +57,18 @@ void blas_syrk_lower(bool a_transposed, index_t n, index_t k, float alpha, float
 void blas_syrk_lower(bool a_transposed, index_t n, index_t k, double alpha, double const* a,
                      index_t lda, double beta, double* c, index_t ldc);
 
-// Eigenvalues (ascending, into w) and eigenvectors (overwriting a, as the columns of the
-// column-major matrix) of the symmetric n x n column-major matrix at a, of which the `uplo`
-// triangle ('L' or 'U') is read. work and iwork are the calling thread's workspace, grown as
-// needed. Returns LAPACK's info (0: converged, > 0: did not converge).
-int lapack_syevd(char uplo, index_t n, float* a, index_t lda, float* w, std::vector<float>& work,
-                 std::vector<int>& iwork);
-int lapack_syevd(char uplo, index_t n, double* a, index_t lda, double* w, std::vector<double>& work,
-                 std::vector<int>& iwork);
+// Eigenvalues (ascending, into w) and eigenvectors of the symmetric n x n matrix at a, row-major
+// or column-major with leading dimension lda, of which the lower triangle is read; the
+// eigenvectors overwrite a as its columns (a(i, j) is component i of eigenvector j) in the same
+// storage order. work and iwork are the calling thread's workspace, grown as needed. Returns
+// LAPACK's info (0: converged, > 0: did not converge). The eigenvalues are LAPACK ?syevd's; the
+// eigenvectors are carried back through the tridiagonal reduction in blocks of two GEMMs, where
+// LAPACK's form of that stage is ?syevd's slowest (src/syevd.cpp says why).
+// @pre n and lda fit in int
+int blas_syevd(bool row_major, index_t n, float* a, index_t lda, float* w, std::vector<float>& work,
+               std::vector<int>& iwork);
+int blas_syevd(bool row_major, index_t n, double* a, index_t lda, double* w,
+               std::vector<double>& work, std::vector<int>& iwork);
 
 #endif
 
