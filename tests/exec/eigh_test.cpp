@@ -59,6 +59,13 @@ double eigen_residual(A const& a, Q const& q, L const& w, index_t batch, index_t
   return worst;
 }
 
+// The LAPACK path's divide and conquer takes n^2 + 4n + 1 elements of workspace as an int:
+// 46338^2 + 4 * 46338 + 1 = 2147395597 fits, 46339^2 + 4 * 46339 + 1 = 2147488278 does not, and
+// such matrices go to Eigen.
+static_assert(exec::detail::fits_blas_syevd(46338, 46338));
+static_assert(!exec::detail::fits_blas_syevd(46339, 46339));
+static_assert(!exec::detail::fits_blas_syevd(100, index_t{1} << 31));
+
 template <class T>
 class Eigh : public ::testing::Test {};
 using Types = ::testing::Types<float, double>;
@@ -149,13 +156,46 @@ double decompose_and_check(A const& a, index_t n, bool row_major, double tol) {
 TYPED_TEST(Eigh, MatricesSpanningSeveralReflectorBlocks) {
   using T = TypeParam;
   double const eps = std::numeric_limits<T>::epsilon();
-  for (index_t const n : {index_t{2}, index_t{3}, index_t{64}, index_t{65}, index_t{66},
+  for (index_t const n : {index_t{1}, index_t{2}, index_t{3}, index_t{64}, index_t{65}, index_t{66},
                           index_t{130}, index_t{200}}) {
     auto const a = random_symmetric<T>(1, n, 10 + static_cast<unsigned>(n));
     double const tol = 20.0 * static_cast<double>(n) * eps;
     for (bool const row_major : {true, false})
       EXPECT_LT(decompose_and_check<T>(a, n, row_major, tol), tol)
           << "n = " << n << (row_major ? ", row-major" : ", column-major");
+  }
+}
+
+// Matrices inside larger buffers (a leading dimension of n + 7) in both storage orders: the
+// decomposition reads and writes only the n x n matrix, and its padding keeps its bits.
+TYPED_TEST(Eigh, PaddedMatricesInEitherStorageOrder) {
+  using T = TypeParam;
+  index_t const n = 70, ld = n + 7;
+  double const tol = 20.0 * static_cast<double>(n) * std::numeric_limits<T>::epsilon();
+  auto const a = random_symmetric<T>(1, n, 6);
+  T const pad = static_cast<T>(-12345.5);
+  for (bool const row_major : {true, false}) {
+    std::vector<T> buffer(static_cast<std::size_t>(n * ld), pad);
+    auto const layout = row_major ? make_layout(make_shape(n, n), make_stride(ld, index_t{1}))
+                                  : make_layout(make_shape(n, n), make_stride(index_t{1}, ld));
+    auto m = make_tensor(buffer.data(), layout);
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = 0; j < n; ++j) m(i, j) = a(0, i, j);
+    auto w = make_host_tensor<T>(make_shape(n));
+    auto info = make_host_tensor<int>(make_shape(1));
+    exec::eigh(exec::Serial{}, w.view(), m, info.view());
+    EXPECT_EQ(info(0), 0);
+    auto q3 = make_tensor(
+        buffer.data(),
+        row_major ? make_layout(make_shape(index_t{1}, n, n), make_stride(n * ld, ld, index_t{1}))
+                  : make_layout(make_shape(index_t{1}, n, n), make_stride(n * ld, index_t{1}, ld)));
+    auto w2 = make_tensor(w.data(), make_shape(index_t{1}, n));
+    EXPECT_LT(eigen_residual(a, q3, w2, 1, n), tol) << (row_major ? "row-major" : "column-major");
+    index_t untouched = 0;
+    for (index_t line = 0; line < n; ++line)
+      for (index_t k = n; k < ld; ++k)
+        untouched += buffer[static_cast<std::size_t>(line * ld + k)] == pad ? 1 : 0;
+    EXPECT_EQ(untouched, n * (ld - n)) << (row_major ? "row-major" : "column-major");
   }
 }
 

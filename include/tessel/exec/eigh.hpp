@@ -86,7 +86,7 @@ void eigh(X const& executor, W const& eigenvalues, M const& matrices, I const& i
   index_t const n = ops.matrices.rows;
   index_t const work = ops.matrices.batch * n * n * n;
   [[maybe_unused]] bool const lapack =
-      detail::host_blas_v<T> && detail::fits_blas_int(ops.matrices.leading());
+      detail::host_blas_v<T> && detail::fits_blas_syevd(n, ops.matrices.leading());
   auto run = [&](index_t begin, index_t end) {
 #if TESSEL_BLAS
     if (lapack) {

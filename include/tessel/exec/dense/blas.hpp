@@ -31,6 +31,12 @@ constexpr bool fits_blas_int(index_t x) {
   return x <= index_t{0x7fffffff};
 }
 
+// blas_syevd's divide and conquer needs n^2 + 4n + 1 elements of workspace, a number LAPACK takes
+// as an int: larger matrices (n >= 46339) are decomposed by Eigen instead.
+constexpr bool fits_blas_syevd(index_t n, index_t lda) {
+  return fits_blas_int(lda) && n < index_t{46339};
+}
+
 #if TESSEL_BLAS
 
 // The name of the BLAS kernels this process runs (OpenBLAS's core, e.g. "SkylakeX"). Where
@@ -64,7 +70,7 @@ void blas_syrk_lower(bool a_transposed, index_t n, index_t k, double alpha, doub
 // LAPACK's info (0: converged, > 0: did not converge). The eigenvalues are LAPACK ?syevd's; the
 // eigenvectors are carried back through the tridiagonal reduction in blocks of two GEMMs, where
 // LAPACK's form of that stage is ?syevd's slowest (src/syevd.cpp says why).
-// @pre n and lda fit in int
+// @pre fits_blas_syevd(n, lda)
 int blas_syevd(bool row_major, index_t n, float* a, index_t lda, float* w, std::vector<float>& work,
                std::vector<int>& iwork);
 int blas_syevd(bool row_major, index_t n, double* a, index_t lda, double* w,
