@@ -6,7 +6,7 @@
 // the tridiagonal problem's eigenvectors back through the reduction's Householder reflectors with
 // ?ormtr, which applies them 32 at a time through ?larfb: strided copies of rows and products
 // only 32 deep. On a 1024 x 1024 matrix that took half of the decomposition (63 of 123 ms, one
-// thread, OpenBLAS 0.3.21; docs/benchmarks.md). Here each block of 64 reflectors is
+// thread, OpenBLAS 0.3.21, an AMD Zen 4; docs/benchmarks.md). Here each block of 64 reflectors is
 // I - V T V^T with V copied out dense, applied as two full-depth GEMMs and a triangular product:
 // 29 ms. The eigenvectors agree with ?syevd's to rounding, not bit for bit.
 #include <tessel/exec/dense/blas.hpp>
