@@ -10,6 +10,7 @@
 // I - V T V^T with V copied out dense, applied as two full-depth GEMMs and a triangular product:
 // 29 ms. The eigenvectors agree with ?syevd's to rounding, not bit for bit.
 #include <tessel/exec/dense/blas.hpp>
+#include <tessel/exec/dense/transposed_pairs.hpp>
 
 #include <cblas.h>
 
@@ -93,22 +94,13 @@ T* column(T* a, int lda, int j) {
   return a + static_cast<std::ptrdiff_t>(j) * lda;
 }
 
-// Tiles of the two transposing copies below: a copy column by column would read one row with a
-// stride of lda per element. 8: the rows of a 1024-wide matrix are 4 KB apart and fall into the
-// same L1 sets, so the rows of a 32-wide tile evicted each other (the transposed store of a
-// 1024 x 1024 matrix took 3.0 ms in tiles of 32, 0.8 ms in tiles of 8).
-constexpr int transpose_tile = 8;
-
 // For a row-major matrix: its lower triangle, which column-major indexing sees as the upper one,
 // copied over the other triangle.
 template <class T>
 void mirror_upper_to_lower(int n, T* a, int lda) {
-  constexpr int tile = transpose_tile;
-  for (int j0 = 0; j0 < n; j0 += tile)
-    for (int i0 = j0; i0 < n; i0 += tile)
-      for (int j = j0; j < std::min(j0 + tile, n); ++j)
-        for (int i = std::max(i0, j + 1); i < std::min(i0 + tile, n); ++i)
-          column(a, lda, j)[i] = column(a, lda, i)[j];
+  for_each_upper_pair(n, [&](index_t j, index_t i) {
+    column(a, lda, static_cast<int>(j))[i] = column(a, lda, static_cast<int>(i))[j];
+  });
 }
 
 // The column-major n x n matrix z written into a, as it is or (row_major) transposed, so that a
@@ -119,11 +111,9 @@ void store(bool row_major, int n, T const* z, T* a, int lda) {
     for (int j = 0; j < n; ++j) std::copy(column(z, n, j), column(z, n, j) + n, column(a, lda, j));
     return;
   }
-  constexpr int tile = transpose_tile;
-  for (int j0 = 0; j0 < n; j0 += tile)
-    for (int i0 = 0; i0 < n; i0 += tile)
-      for (int i = i0; i < std::min(i0 + tile, n); ++i)
-        for (int j = j0; j < std::min(j0 + tile, n); ++j) column(a, lda, i)[j] = column(z, n, j)[i];
+  for_each_pair(n, [&](index_t i, index_t j) {
+    column(a, lda, static_cast<int>(i))[j] = column(z, n, static_cast<int>(j))[i];
+  });
 }
 
 // The largest magnitude in the lower triangle, or NaN where there is one (?lansy's 'M' norm, so

@@ -213,7 +213,7 @@ TEST(HostBlas, RunsKernelsOfTheCpusWidestVectors) {
 #endif
 
 TEST(DenseSyrk, SymmetricResultInEitherStorageOrder) {
-  index_t const batch = 3, n = 70, k = 23;  // n spans three 32-wide mirror tiles
+  index_t const batch = 3, n = 70, k = 23;  // n ends inside a mirror tile
   auto a = random_tensor<double>(make_shape(batch, n, k), -1, 1, 10);
   auto c = make_host_tensor<double>(make_shape(batch, n, n));
   for (index_t q = 0; q < batch; ++q)  // a symmetric start, so beta may read either triangle
@@ -231,6 +231,22 @@ TEST(DenseSyrk, SymmetricResultInEitherStorageOrder) {
   for (index_t q = 0; q < batch; ++q)
     for (index_t i = 0; i < n; ++i)
       for (index_t j = 0; j < n; ++j) EXPECT_EQ(c(q, i, j), c(q, j, i));
+}
+
+// The tiled traversals behind the mirrored and transposed copies visit every pair they promise
+// exactly once, for sizes below, at and between tile boundaries.
+TEST(TransposedPairs, VisitEveryPairOnce) {
+  constexpr index_t tile = exec::detail::transposed_pair_tile;
+  for (index_t const n : {index_t{0}, index_t{1}, tile - 1, tile, tile + 1, 3 * tile + 5}) {
+    std::vector<int> upper(static_cast<std::size_t>(n * n)), all(upper.size());
+    exec::detail::for_each_upper_pair(n, [&](index_t i, index_t j) { ++upper[i * n + j]; });
+    exec::detail::for_each_pair(n, [&](index_t i, index_t j) { ++all[i * n + j]; });
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = 0; j < n; ++j) {
+        EXPECT_EQ(upper[i * n + j], i < j ? 1 : 0) << "n = " << n << ", (" << i << ", " << j << ")";
+        EXPECT_EQ(all[i * n + j], 1) << "n = " << n << ", (" << i << ", " << j << ")";
+      }
+  }
 }
 
 TEST(DenseSyrk, TransposedOperand) {

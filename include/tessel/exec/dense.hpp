@@ -19,6 +19,7 @@ TESSEL_END_EIGEN_INCLUDE
 
 #include "dense/blas.hpp"
 #include "dense/operands.hpp"
+#include "dense/transposed_pairs.hpp"
 #include "executors.hpp"
 
 namespace tessel::exec {
@@ -153,19 +154,6 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
       });
     }
   });
-}
-
-// Calls f(i, j) for every i < j of an n x n matrix (the upper triangle), in 32 x 32 tiles, for
-// loops that pair (i, j) with (j, i): a column read element by element touches a new cache line
-// per element, and a 1024 x 1024 float factor does not fit in L2, so the untiled loop missed the
-// cache on every read (2.2 ms against 0.8 ms tiled for one such factor, measured).
-template <class F>
-void for_each_upper_pair(index_t n, F const& f) {
-  constexpr index_t tile = 32;
-  for (index_t i0 = 0; i0 < n; i0 += tile)
-    for (index_t j0 = i0; j0 < n; j0 += tile)
-      for (index_t i = i0; i < std::min(i0 + tile, n); ++i)
-        for (index_t j = std::max(j0, i + 1); j < std::min(j0 + tile, n); ++j) f(i, j);
 }
 
 // Copies the lower triangle of the n x n matrix m onto its upper triangle.
