@@ -94,15 +94,6 @@ T* column(T* a, int lda, int j) {
   return a + static_cast<std::ptrdiff_t>(j) * lda;
 }
 
-// For a row-major matrix: its lower triangle, which column-major indexing sees as the upper one,
-// copied over the other triangle.
-template <class T>
-void mirror_upper_to_lower(int n, T* a, int lda) {
-  for_each_upper_pair(n, [&](index_t j, index_t i) {
-    column(a, lda, static_cast<int>(j))[i] = column(a, lda, static_cast<int>(i))[j];
-  });
-}
-
 // The column-major n x n matrix z written into a, as it is or (row_major) transposed, so that a
 // row-major a holds it too.
 template <class T>
@@ -169,7 +160,10 @@ int syevd(bool row_major, index_t size, T* a, index_t lda_, T* w, std::vector<T>
     a[0] = T(1);
     return 0;
   }
-  if (row_major) mirror_upper_to_lower(n, a, lda);
+  // A row-major matrix's lower triangle is the upper one of the column-major matrix LAPACK reads:
+  // copied over the other triangle first.
+  if (row_major)
+    mirror_lower_to_upper([&](index_t i, index_t j) -> T& { return a[i * lda + j]; }, n);
   // ?syevd's scaling: a matrix whose largest element is outside [rmin, rmax] is solved scaled
   // into it (squares and products of its elements would under- or overflow), the eigenvalues
   // scaled back.

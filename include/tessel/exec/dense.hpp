@@ -156,12 +156,6 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
   });
 }
 
-// Copies the lower triangle of the n x n matrix m onto its upper triangle.
-template <class M>
-void mirror_lower_to_upper(M& m, index_t n) {
-  for_each_upper_pair(n, [&](index_t i, index_t j) { m(i, j) = m(j, i); });
-}
-
 // C = alpha A A^T + beta C, C row-major, both triangles written. @pre check_syrk passed
 template <class T>
 void host_syrk(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const& a, DenseScale s) {

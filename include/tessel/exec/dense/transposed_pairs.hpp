@@ -26,6 +26,13 @@ void for_each_upper_pair(index_t n, F const& f) {
         for (index_t j = std::max(j0, i + 1); j < std::min(j0 + tile, n); ++j) f(i, j);
 }
 
+// Copies the lower triangle of the n x n matrix m onto its upper triangle; m(i, j) is a reference
+// to element (i, j) (an Eigen matrix, or a callable over a raw buffer).
+template <class M>
+void mirror_lower_to_upper(M&& m, index_t n) {
+  for_each_upper_pair(n, [&](index_t i, index_t j) { m(i, j) = m(j, i); });
+}
+
 // Calls f(i, j) for every i and j < n, tile by tile.
 template <class F>
 void for_each_pair(index_t n, F const& f) {
