@@ -164,6 +164,7 @@ sh::ParamGroup param_group(std::vector<index_t> params, nb::dict const& d) {
       {"shampoo", "eigendecomposed", "eigenvalue_corrected", "spectral_descent", "sign_descent"});
   o.factor_matrix_dtype = tessel::parse_dtype(dict_option<std::string>(d, "factor_matrix_dtype"));
   o.use_symmetric_packing = dict_option<bool>(d, "use_symmetric_packing");
+  o.keep_rotated_filtered_grad = dict_option<bool>(d, "keep_rotated_filtered_grad");
   o.inverse_exponent_override = exponent_override(d["inverse_exponent_override"]);
   o.ignored_basis_change_dims = ignored_dims(d["ignored_basis_change_dims"]);
   o.use_trace_scaling = dict_option<bool>(d, "use_trace_scaling");

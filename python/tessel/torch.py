@@ -256,7 +256,8 @@ class Shampoo(torch.optim.Optimizer):
     ``inverse_exponent_override`` ({order: exponent or {dim: exponent}}), ``use_trace_scaling``,
     ``trace_scaling_exponent``, ``drop_weighting_factor_on_gsquare``,
     ``num_tolerated_failed_amortized_computations``, ``kl_shampoo`` (the KL configs),
-    ``ignored_basis_change_dims`` ({order: [dims]}, eigenvalue-corrected), ``eigendecomposition``
+    ``ignored_basis_change_dims`` ({order: [dims]}, eigenvalue-corrected),
+    ``keep_rotated_filtered_grad`` (eigenvalue-corrected, tessel's: docs/shampoo.md), ``eigendecomposition``
     "eigh" or "qr" with ``eigendecomposition_tolerance`` and ``qr_max_iterations``
     (``DefaultSOAPConfig``: "qr"), ``orthogonalization`` "newton_schulz" or "svd" with
     ``svd_scale_by_nuclear_norm`` (spectral descent), ``newton_schulz_num_iterations`` and ``newton_schulz_coefficients``
@@ -286,7 +287,7 @@ class Shampoo(torch.optim.Optimizer):
                  start_preconditioning_step=-1, use_bias_correction=True, grafting="none",
                  grafting_beta2=None, grafting_epsilon=1e-10, preconditioner="shampoo",
                  factor_matrix_dtype=torch.float32, use_symmetric_packing=False,
-                 inverse_exponent_override=None, ignored_basis_change_dims=None,
+                 keep_rotated_filtered_grad=False, inverse_exponent_override=None, ignored_basis_change_dims=None,
                  use_trace_scaling=False, trace_scaling_exponent=0.5,
                  drop_weighting_factor_on_gsquare=False, kl_shampoo=False,
                  eigendecomposition="eigh", eigendecomposition_tolerance=0.0,
@@ -311,6 +312,7 @@ class Shampoo(torch.optim.Optimizer):
             grafting_beta2=grafting_beta2, grafting_epsilon=grafting_epsilon,
             preconditioner=preconditioner, factor_matrix_dtype=factor_matrix_dtype,
             use_symmetric_packing=use_symmetric_packing,
+            keep_rotated_filtered_grad=keep_rotated_filtered_grad,
             inverse_exponent_override=dict(inverse_exponent_override or {}),
             ignored_basis_change_dims=dict(ignored_basis_change_dims or {}),
             use_trace_scaling=use_trace_scaling, trace_scaling_exponent=trace_scaling_exponent,

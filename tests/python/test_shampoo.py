@@ -587,6 +587,11 @@ CLI_SETTINGS = [
     # Symmetric packing changes the roots by rounding only (made symmetric from their upper
     # triangles), so it is not among the settings that must change the step.
     (dict(use_symmetric_packing=True), ["--use-symmetric-packing"]),
+    # Filtering in the eigenbasis changes the step by rounding only (docs/shampoo.md).
+    # (Step 2 refreshes the eigenvectors, step 3 filters in the eigenbasis.)
+    (dict(preconditioner="eigenvalue_corrected", keep_rotated_filtered_grad=True, epsilon=1e-4),
+     ["--preconditioner", "eigenvalue-corrected", "--keep-rotated-filtered-grad",
+      "--epsilon", "1e-4"]),
     (dict(root_method="coupled_newton", coupled_newton_max_iterations=40,
           coupled_newton_tolerance=1e-9, epsilon=1e-4),
      ["--root-method", "coupled-newton", "--coupled-newton-max-iterations", "40",
@@ -922,3 +927,32 @@ def test_symmetric_packing_saves_factors_and_inverse_roots_as_upper_triangles():
     assert torch.equal(root, root.T)  # unpacked from the upper triangle
     rows, cols = torch.triu_indices(4, 4)
     assert torch.equal(root[rows, cols], shampoo["inv_factor_matrices"]["0"])
+
+
+@needs_cli
+def test_keep_rotated_filtered_grad_reaches_the_step_from_python_and_the_cli(tmp_path):
+    # The option changes the step by rounding only, which the comparisons above cannot tell from
+    # an option dropped on the way: here each side's steps with it differ from its own without it
+    # in the last bits, and stay within rounding of them.
+    options = dict(BASE_OPTIONS[0], preconditioner="eigenvalue_corrected", epsilon=1e-4)
+    flags = [*BASE_OPTIONS[1], "--preconditioner", "eigenvalue-corrected", "--epsilon", "1e-4"]
+    python_side, cli_side = [], []
+    for keep in (False, True):
+        params, grads = model_and_grads(torch.float64, steps=4)
+        start = [p.detach().numpy().copy() for p in params]
+        take_steps(tessel.torch.Shampoo(params, keep_rotated_filtered_grad=keep, **options),
+                   params, grads)
+        python_side.append([p.detach().numpy().copy() for p in params])
+        command = [tessel_cli(), "shampoo", "run", *flags,
+                   *(["--keep-rotated-filtered-grad"] if keep else [])]
+        for i, w in enumerate(start):
+            np.save(tmp_path / f"w{i}.npy", w)
+            np.save(tmp_path / f"g{i}.npy", np.stack([step[i].numpy() for step in grads]))
+            command += ["--param", str(tmp_path / f"w{i}.npy"), "--grads",
+                        str(tmp_path / f"g{i}.npy"), "--out", str(tmp_path / f"o{keep}{i}.npy")]
+        subprocess.run(command, check=True, capture_output=True)
+        cli_side.append([np.load(tmp_path / f"o{keep}{i}.npy") for i in range(len(start))])
+    for side in (python_side, cli_side):
+        assert any(not np.array_equal(a, b) for a, b in zip(side[0], side[1]))
+        for a, b in zip(side[0], side[1]):
+            np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-13)

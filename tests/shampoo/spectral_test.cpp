@@ -586,6 +586,100 @@ TEST(EigenvalueCorrected, IgnoredBasisChangeDimsKeepTheirDimensionsUnrotated) {
                                      "(eigenvalue-corrected Shampoo uses it)."});
 }
 
+// keep_rotated_filtered_grad filters the direction in the eigenbasis instead of rotating it: the
+// parameters follow the default's to rounding (and differ from them in the last bits, so the
+// option's path ran) through eigenbasis refreshes (every third step), beta3 equal to beta1 and
+// not, an ignored dimension, a 1-D block, a step that skips a parameter (its filtered gradient
+// goes back, so the rotated copy is derived again at the next refresh) and a resume from a state
+// dictionary, which holds the same keys as the default's (the rotated copy is not saved).
+TEST(EigenvalueCorrected, KeepRotatedFilteredGradFollowsTheDefaultToRounding) {
+  std::vector<std::vector<index_t>> const shapes{{5, 4}, {6}, {3, 7}};
+  for (double const beta3 : {-1.0, 0.5}) {
+    for (bool const ignore : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "beta3 " << beta3 << ", ignored dimension " << ignore);
+      Options o;
+      o.preconditioner = PreconditionerType::eigenvalue_corrected;
+      o.beta1 = 0.9;
+      o.beta3 = beta3;
+      o.beta2 = 0.95;
+      o.epsilon = 1e-8;
+      o.lr = 0.01;
+      o.precondition_frequency = 3;
+      o.start_preconditioning_step = 3;
+      o.grafting = adam_grafting();
+      o.factor_matrix_dtype = DType::f64;
+      if (ignore) o.ignored_basis_change_dims[2] = {1};
+      Options kept = o;
+      kept.keep_rotated_filtered_grad = true;
+      EXPECT_EQ(ignored_options(kept), std::vector<std::string>{});
+      // `resumed` steps on other gradients until it loads fast's state after step 4, between
+      // refreshes: what it kept rotated then is not that state's.
+      Shampoo<double> plain(plan_for(shapes), o), fast(plan_for(shapes), kept),
+          resumed(plan_for(shapes), kept);
+      std::vector<std::vector<double>> w, wf, wr;
+      for (std::size_t p = 0; p < shapes.size(); ++p) {
+        index_t n = 1;
+        for (index_t e : shapes[p]) n *= e;
+        w.push_back(random_values(static_cast<std::size_t>(n), 40 + static_cast<unsigned>(p)));
+      }
+      wf = w;
+      wr = w;
+      bool differs = false;
+      for (unsigned t = 1; t <= 11; ++t) {
+        std::vector<std::vector<double>> g;
+        for (std::size_t p = 0; p < shapes.size(); ++p)
+          g.push_back(random_values(w[p].size(), 100 * t + static_cast<unsigned>(p)));
+        std::vector<std::span<double const>> gs(g.begin(), g.end());
+        if (t == 7) gs[2] = {};  // a steady step that skips the third parameter
+        auto spans = [](std::vector<std::vector<double>>& v) {
+          return std::vector<std::span<double>>(v.begin(), v.end());
+        };
+        plain.step(spans(w), gs);
+        fast.step(spans(wf), gs);
+        if (t <= 4) {
+          std::vector<std::vector<double>> other;
+          for (std::size_t p = 0; p < shapes.size(); ++p)
+            other.push_back(random_values(w[p].size(), 900 + 10 * t + static_cast<unsigned>(p)));
+          resumed.step(spans(wr), std::vector<std::span<double const>>(other.begin(), other.end()));
+        } else {
+          resumed.step(spans(wr), gs);
+        }
+        for (std::size_t p = 0; p < shapes.size(); ++p)
+          for (std::size_t i = 0; i < w[p].size(); ++i) {
+            EXPECT_NEAR(wf[p][i], w[p][i], 1e-12) << "step " << t << ", parameter " << p;
+            if (t > 4) {
+              EXPECT_NEAR(wr[p][i], w[p][i], 1e-12) << "resumed, step " << t;
+            }
+            differs = differs || wf[p][i] != w[p][i];
+          }
+        if (t == 4) {
+          StateDict const state = fast.state_dict();
+          EXPECT_EQ(state.size(), plain.state_dict().size());
+          for (auto const& [key, tensor] : plain.state_dict())
+            EXPECT_TRUE(state.contains(key)) << state_key_text(key);
+          resumed.load_state_dict(state);
+          wr = wf;
+        }
+      }
+      EXPECT_TRUE(differs) << "the option's steps are the default's bit for bit: did it run?";
+    }
+  }
+}
+
+TEST(EigenvalueCorrected, KeepRotatedFilteredGradIsWarnedWhereItHasNoEffect) {
+  Options o;
+  o.keep_rotated_filtered_grad = true;
+  EXPECT_EQ(ignored_options(o),
+            std::vector<std::string>{"keep_rotated_filtered_grad has no effect with shampoo "
+                                     "(eigenvalue-corrected Shampoo uses it)."});
+  o.preconditioner = PreconditionerType::eigenvalue_corrected;
+  o.beta1 = 0.0;
+  EXPECT_EQ(ignored_options(o),
+            std::vector<std::string>{
+                "keep_rotated_filtered_grad has no effect with beta1 0: the direction is the "
+                "gradient, whose rotation the corrected eigenvalues already compute."});
+}
+
 // Eigendecomposed Shampoo's state: the eigenvectors and eigenvalues of F / bc2 + epsilon I (the
 // identity and ones before the first amortized step) under Distributed Shampoo's keys, resumed
 // bit for bit; its settings' warnings and the pseudo-inverse whatever the root method says.

@@ -244,7 +244,7 @@ struct RunOptions {
   std::string tolerated_failures = "3";
   std::string preconditioner = "shampoo";
   bool drop_weighting = false, grafting_drop = false, trace_scaling = false, kl = false;
-  bool symmetric_packing = false;
+  bool symmetric_packing = false, keep_rotated = false;
   std::string trace_exponent = "0.5";
   std::string ns_iterations = "5", ns_coefficients = "3.4445,-4.775,2.0315";
   std::string orthogonalization = "newton-schulz";
@@ -428,6 +428,7 @@ shampoo::Options to_options(RunOptions const& r) {
   o.drop_weighting_factor_on_gsquare = r.drop_weighting;
   o.use_trace_scaling = r.trace_scaling;
   o.use_symmetric_packing = r.symmetric_packing;
+  o.keep_rotated_filtered_grad = r.keep_rotated;
   o.trace_scaling_exponent = parse_number(r.trace_exponent, "--trace-scaling-exponent");
   shampoo::validate(o);
   return o;
@@ -531,6 +532,9 @@ void add_step_options(CLI::App& cmd, RunOptions& run) {
   cmd.add_flag("--use-symmetric-packing", run.symmetric_packing,
                "Keep and save each factor as its upper triangle, d (d + 1) / 2 elements (the "
                "same steps); --load-state reads either layout");
+  cmd.add_flag("--keep-rotated-filtered-grad", run.keep_rotated,
+               "Eigenvalue-corrected, beta1 != 0: filter in the eigenbasis too (one rotation "
+               "fewer between refreshes, one more parameter-sized buffer)");
   cmd.add_option("--newton-schulz-coefficients", run.ns_coefficients,
                  "a,b,c of X <- a X + b (X X^T) X + c (X X^T)^2 X")
       ->capture_default_str();

@@ -568,8 +568,17 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       stages::filter_gradient(executor_, flat(g.filtered.data(), n), flat(g.grad.data(), n),
                               flat(g.direction.data(), n), s);
     if (s.amortized) amortize(g, values, s);
-    if (options_.preconditioner == PreconditionerType::eigenvalue_corrected)
-      accumulate_corrected_eigenvalues(g, s);
+    g.rotated = nullptr;
+    if (options_.preconditioner == PreconditionerType::eigenvalue_corrected) {
+      T* const rotated_grad = accumulate_corrected_eigenvalues(g, s);
+      // The direction rotated into the eigenbasis without rotating it: the raw gradient's
+      // rotation itself (beta1 == 0: the same products on the same operands, bit for bit), or
+      // from the filtered gradient kept rotated (Options::keep_rotated_filtered_grad).
+      if (options_.beta1 == 0.0 && !g.modes.empty())
+        g.rotated = rotated_grad;
+      else if (g.rotated_filtered.data() && !s.grafting_only)
+        rotate_filtered_gradient(g, s, rotated_grad);
+    }
     if (options_.preconditioner == PreconditionerType::spectral_descent &&
         options_.orthogonalization == OrthogonalizationMethod::svd && !s.grafting_only)
       svd_direction(g);
@@ -634,21 +643,61 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     }
   }
 
-  // Eigenvalue-corrected Shampoo: the raw gradient rotated into the eigenvectors' basis,
-  // G' = G x_1 Q_1 ... x_n Q_n, and V <- beta2 V + w G'^2 per element.
-  void accumulate_corrected_eigenvalues(Group& g, StepScalars<T> const& s) {
-    index_t const n = g.count * g.numel;
-    T const* cur = g.grad.data();
-    T* buffers[2] = {g.search.data(), g.spare.data()};
+  // x rotated mode by mode by the eigenvectors of g's modes (back: by their transposes, out of the
+  // eigenbasis), through the search buffers: buffers[used % 2] is the next one written, and used
+  // counts the writes; the last product goes to `last` when one is given. Returns where the
+  // result is (x itself for a group without modes).
+  T* rotate(Group& g, T* x, std::size_t& used, bool back = false, T* last = nullptr) {
+    T* const buffers[2] = {g.search.data(), g.spare.data()};
+    T* cur = x;
     for (std::size_t j = 0; j < g.modes.size(); ++j) {
-      T* next = buffers[j % 2];
+      T* const next = last && j + 1 == g.modes.size() ? last : buffers[used++ % 2];
       stages::mode_product(executor_, cur, next, g.modes[j].inverse_roots.data(), g.count, g.shape,
-                           g.modes[j].dim);
+                           g.modes[j].dim, back);
       cur = next;
     }
+    return cur;
+  }
+
+  // Eigenvalue-corrected Shampoo: the raw gradient rotated into the eigenvectors' basis,
+  // G' = G x_1 Q_1 ... x_n Q_n, and V <- beta2 V + w G'^2 per element. Returns where G' is (a
+  // search buffer; the gradient itself for a group without modes).
+  T* accumulate_corrected_eigenvalues(Group& g, StepScalars<T> const& s) {
+    index_t const n = g.count * g.numel;
+    std::size_t used = 0;
+    T* const rotated = rotate(g, g.grad.data(), used);
     auto const v = flat(g.corrected.data(), n);
-    auto const r = flat(cur, n);
+    auto const r = flat(rotated, n);
     assign(v, s.beta2 * v + s.weight * r * r, executor_);
+    return rotated;
+  }
+
+  // Options::keep_rotated_filtered_grad: the filtered gradient kept in the eigenbasis, S', filtered
+  // there as S is here (stages::filter_gradient on G' instead of G), gives this step's direction
+  // in the eigenbasis, x' (g.rotated), without rotating x: rotation is linear, so S' stays S
+  // rotated (to rounding) while the eigenvectors stay. When they change (amortized steps), S' is
+  // S rotated afresh, and x' is S' / bias1 (x is S / bias1 when beta3 == beta1) or x rotated.
+  // After load_state_dict or a step that skipped a block, S' is not S rotated: until the next
+  // refresh the direction is rotated as without the option.
+  void rotate_filtered_gradient(Group& g, StepScalars<T> const& s, T* rotated_grad) {
+    index_t const n = g.count * g.numel;
+    T* const free = rotated_grad == g.search.data() ? g.spare.data() : g.search.data();
+    auto const kept = flat(g.rotated_filtered.data(), n);
+    if (!s.amortized) {
+      if (!g.rotated_filtered_valid) return;
+      stages::filter_gradient(executor_, kept, flat(rotated_grad, n), flat(free, n), s);
+      g.rotated = free;
+      return;
+    }
+    std::size_t used = 0;
+    rotate(g, g.filtered.data(), used, false, g.rotated_filtered.data());
+    g.rotated_filtered_valid = true;
+    if (s.beta3 == s.beta1) {
+      assign(flat(g.search.data(), n), kept * s.inv_bias1, executor_);
+      g.rotated = g.search.data();
+    } else {
+      g.rotated = rotate(g, g.direction.data(), used);
+    }
   }
 
   // Spectral descent by SVD: the direction U V^T of the group's filtered gradients into g.search,
@@ -939,14 +988,15 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
         cur = g.search.data();
         break;
       case PreconditionerType::eigenvalue_corrected: {
-        // Into the eigenbasis, divided by (V / bc2)^e + epsilon, and back.
+        // Into the eigenbasis (or from where accumulate left x rotated), divided by
+        // (V / bc2)^e + epsilon, and back.
         T* buffers[2] = {g.search.data(), g.spare.data()};
         std::size_t used = 0;
-        for (auto const& m : g.modes) {
-          T* next = buffers[used++ % 2];
-          stages::mode_product(executor_, cur, next, m.inverse_roots.data(), g.count, g.shape,
-                               m.dim);
-          cur = next;
+        if (g.rotated) {
+          cur = g.rotated;
+          used = cur == buffers[0] ? 1 : 0;  // the other buffer is the next one written
+        } else {
+          cur = rotate(g, cur, used);
         }
         if (g.modes.empty()) {  // a 0-D block: no basis to change
           assign(flat(buffers[0], n), flat(cur, n), executor_);
@@ -961,12 +1011,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
           assign(c, c / (sqrt(v) + eps), executor_);
         else
           assign(c, c / (pow(v, e) + eps), executor_);
-        for (auto const& m : g.modes) {
-          T* next = buffers[used++ % 2];
-          stages::mode_product(executor_, cur, next, m.inverse_roots.data(), g.count, g.shape,
-                               m.dim, true);
-          cur = next;
-        }
+        cur = rotate(g, cur, used, true);
         break;
       }
     }
@@ -1216,6 +1261,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     }
     for (auto& g : groups_) {
       std::fill(g.failures.begin(), g.failures.end(), 0);
+      // Not in the state: keep_rotated_filtered_grad derives it again at the next refresh.
+      g.rotated_filtered_valid = false;
       for (auto& m : g.modes)  // unknown until the next step reads the loaded factors
         m.bound.assign(static_cast<std::size_t>(g.count), std::numeric_limits<double>::infinity());
     }
@@ -1609,6 +1656,9 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
       });
     });
     Group& g = groups_[gi];
+    // A skipped slot's filtered gradient (and eigenvectors) went back to before the step; its
+    // rotated copy did not.
+    for_each_skipped_slot(gi, [&](index_t) { g.rotated_filtered_valid = false; });
     for (auto& m : g.modes)
       for_each_skipped_slot(gi, [&](index_t slot) {
         m.bound[static_cast<std::size_t>(slot)] = skipped.bounds[bound++];
@@ -1729,6 +1779,8 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     if (options_.preconditioner == PreconditionerType::eigenvalue_corrected) {
       g.corrected = B::template allocate<T>(n);
       assign(flat(g.corrected.data(), n), T(0), executor_);
+      if (options_.keep_rotated_filtered_grad && options_.beta1 != 0.0 && !g.modes.empty())
+        g.rotated_filtered = B::template allocate<T>(n);
     }
     if (options_.kl_shampoo && takes_roots(options_.preconditioner) && g.modes.size() >= 2)
       g.kl = B::template allocate<T>(n * static_cast<index_t>(g.modes.size()));

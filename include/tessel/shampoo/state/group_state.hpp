@@ -60,10 +60,17 @@ struct GroupState {
   std::vector<Mode> modes;
   Buffer<T> filtered, momentum, grafting;  // count * numel each, when in use
   Buffer<T> corrected;                     // eigenvalue-corrected Shampoo: V, count * numel
+  // Options::keep_rotated_filtered_grad: the filtered gradient in the eigenbasis, count * numel,
+  // and whether it is (to rounding) the filtered gradient rotated by the current eigenvectors.
+  Buffer<T> rotated_filtered;
+  bool rotated_filtered_valid = false;
   Buffer<T> kl;  // KL-Shampoo: per mode, the gradient preconditioned along the other modes
   Buffer<T> z;   // iterate averaging: the descent sequence z, count * numel
   Buffer<T> staged_momentum;  // a distributed step's momentum until it commits
   Buffer<T> grad, direction, search, spare;
+  // Eigenvalue-corrected Shampoo: where this step's accumulate left the direction already rotated
+  // into the eigenbasis (search or spare), or null.
+  T* rotated = nullptr;
   Buffer<T> scale;                  // per slot: the grafting rescale
   Buffer<double> per_slot;          // per slot and mode: the bound inputs, then the norms
   Buffer<double> row_norms;         // per mode and slot: the overflow pre-check's r_i
