@@ -49,11 +49,19 @@ gradients drawn from N(0, 0.02)), the options of ``tools/bench/shampoo_step_benc
   * regular step: precondition_frequency 100, start_preconditioning_step 1000000 (the factor
     matrices are updated, no inverse root is computed; Adam grafting gives the update);
   * all-roots step: precondition_frequency 1, start_preconditioning_step 1 (every step
-    recomputes the inverse roots of the sixteen 1024x1024 factors).
-  * tessel: ``tessel_bench_shampoo`` ``BM_ShampooStep/0`` and ``/1`` (one untimed step before the
-    timed ones in each repetition); Meta: ``DistributedShampoo.step()`` from the checkout given
-    with ``--meta`` (imported from there, not copied), one untimed step, then the median of
-    ``--runs`` steps. Meta's gradients are set once and kept, like tessel's.
+    recomputes the inverse roots of the sixteen 1024x1024 factors);
+  * preconditioned step: precondition_frequency 10, start_preconditioning_step 10, steps 11 to
+    19 (preconditioned with the roots of step 10, none computed: 9 of 10 steps in training);
+  * SOAP steps the same way with eigenvalue-corrected Shampoo (Meta's
+    ``EigenvalueCorrectedShampooPreconditionerConfig``, its default eigh, f32 factors): tessel
+    by default ("soap") and with ``keep_rotated_filtered_grad`` ("soap_rotated"; the same
+    steps to rounding, docs/shampoo.md).
+  * tessel: ``tessel_bench_shampoo`` ``BM_ShampooStep/0``, ``/1``, ``/2`` and ``BM_SoapStep/2/0``,
+    ``/2/1`` (in each repetition one untimed step before the timed ones, ten before the
+    preconditioned and SOAP steps); Meta: ``DistributedShampoo.step()`` from the checkout given
+    with ``--meta`` (imported from there, not copied), max(warmup, 1) untimed steps (max(warmup,
+    10) for the preconditioned and SOAP steps), then the median of ``--runs`` steps. Meta's
+    gradients are set once and kept, like tessel's.
   Option by option (tessel ``shampoo::Options`` / ``PlanOptions`` -> Meta's constructor):
     lr 1e-2 (default)                     -> lr=1e-2
     beta1 0.9, beta2 1.0 (defaults)       -> betas=(0.9, 1.0)
@@ -101,7 +109,17 @@ REPO = Path(__file__).resolve().parents[2]
 FULL_SHAPES = ((2048, 512, 32000), (4096, 2048, 32000))
 QUICK_SHAPES = ((256, 128, 4000), (512, 256, 8000))
 MLP_SHAPES = ((1024, 4096), (4096, 1024))
-SHAMPOO_MODES = {"regular": (100, 1000000), "all_roots": (1, 1)}
+# Shampoo steps: mode -> (precondition_frequency, start_preconditioning_step, steps before the
+# timed ones, Meta's preconditioner, tessel's benchmark). "preconditioned" and the SOAP modes
+# time steps 11 to 19, between the root (eigenvector) computations of steps 10 and 20.
+SHAMPOO_MODES = {
+    "regular": (100, 1000000, 1, "shampoo", "BM_ShampooStep/0/"),
+    "all_roots": (1, 1, 1, "shampoo", "BM_ShampooStep/1/"),
+    "preconditioned": (10, 10, 10, "shampoo", "BM_ShampooStep/2/"),
+    "soap": (10, 10, 10, "eigenvalue_corrected", "BM_SoapStep/2/0/"),
+    "soap_rotated": (10, 10, 10, "eigenvalue_corrected", "BM_SoapStep/2/1/"),
+}
+MAX_STEADY_RUNS = 9  # steps 11..19
 MIB = 1024.0 * 1024.0
 GOALS = {"flce": 0.8, "regular": 0.8, "all_roots": 0.7}  # issue 15; FLCE's against eager
 
@@ -203,10 +221,19 @@ def meta_shampoo(params, meta, mode):
         AdamPreconditionerConfig,
         DistributedShampoo,
         EigenConfig,
+        EigenvalueCorrectedShampooPreconditionerConfig,
         RootInvShampooPreconditionerConfig,
     )
 
-    frequency, start = SHAMPOO_MODES[mode]
+    frequency, start, _, preconditioner, _ = SHAMPOO_MODES[mode]
+    if preconditioner == "shampoo":
+        config = RootInvShampooPreconditionerConfig(
+            amortized_computation_config=EigenConfig(),
+            factor_matrix_dtype=torch.float32,
+            use_symmetric_packing=False,
+        )
+    else:  # its default eigh; tessel's soap_rotated differs only by rounding
+        config = EigenvalueCorrectedShampooPreconditionerConfig(factor_matrix_dtype=torch.float32)
     return DistributedShampoo(
         params,
         lr=1e-2,
@@ -220,11 +247,7 @@ def meta_shampoo(params, meta, mode):
         use_bias_correction=True,
         iterate_averaging_config=None,
         grafting_config=AdamPreconditionerConfig(beta2=0.999, epsilon=1e-10),
-        preconditioner_config=RootInvShampooPreconditionerConfig(
-            amortized_computation_config=EigenConfig(),
-            factor_matrix_dtype=torch.float32,
-            use_symmetric_packing=False,
-        ),
+        preconditioner_config=config,
     )
 
 
@@ -240,7 +263,8 @@ def worker_shampoo(args):
         p.grad = 0.02 * torch.randn(*shape, generator=gen)
         params.append(p)
     opt = meta_shampoo(params, args.meta, args.mode)
-    return {"ms": median_time_ms(opt.step, max(args.warmup, 1), args.runs)}
+    before = SHAMPOO_MODES[args.mode][2]
+    return {"ms": median_time_ms(opt.step, max(args.warmup, before), args.runs)}
 
 
 def run_worker(args):
@@ -365,10 +389,10 @@ def measure_shampoo(settings, progress):
     binary = settings.tessel_bin / "tessel_bench_shampoo"
     rows = []
     for threads in settings.threads:
-        for mode, arg in (("regular", 0), ("all_roots", 1)):
-            def tessel_step(_, arg=arg, threads=threads):
-                times, _ = tessel_runs(binary, f"^BM_ShampooStep/{arg}/", [], threads,
-                                       settings.warmup, settings.runs)
+        for mode, (_, _, _, _, bench) in SHAMPOO_MODES.items():
+            def tessel_step(_, bench=bench, threads=threads):
+                times, _ = tessel_runs(binary, f"^{bench}", [], threads, settings.warmup,
+                                       settings.runs)
                 return {"ms": statistics.median(times)}
 
             what = f"Shampoo {mode} step at {threads} thread(s)"
@@ -392,7 +416,7 @@ def megabytes(side):
 
 def goal(row):
     """The issue's goal for the row's time ratio, None where it sets none (torch.compile)."""
-    return None if row["peer"] == "PyTorch compile" else GOALS[row["workload"]]
+    return None if row["peer"] == "PyTorch compile" else GOALS.get(row["workload"])
 
 
 def goal_text(row):
@@ -581,6 +605,10 @@ def parse_args(argv):
         args.warmup = 1
     if args.runs < 1 or args.warmup < 0 or args.rounds < 1:
         fail("--runs and --rounds must be >= 1 and --warmup >= 0.")
+    if max(args.warmup, 10) + args.runs > 10 + MAX_STEADY_RUNS:
+        fail(f"--warmup {args.warmup} and --runs {args.runs} would time Meta's step 20, which "
+             f"recomputes the roots the preconditioned and SOAP steps leave out: keep "
+             f"max(warmup, 10) + runs <= {10 + MAX_STEADY_RUNS}.")
     if args.flce_shapes is not None:
         text = args.flce_shapes
         try:

@@ -1,14 +1,19 @@
 // Host Shampoo step on a 2-layer MLP (1024x4096 and 4096x1024, max_preconditioner_dim 1024: eight
-// 1024x1024 blocks, precondition_frequency 100) against an Adam step on the same parameters, in
-// the same run. Shampoo's amortized cost per step is
-//   regular + (amortized - regular) / 100,
-// where "regular" is a step without inverse roots and "amortized" a step that recomputes all of
-// them; both are measured here (docs/benchmarks.md has the figures and the command). The
-// all-roots step's largest part, its sixteen 1024x1024 eigendecompositions, is measured alone too.
+// 1024x1024 blocks, sixteen factors) against an Adam step on the same parameters, in the same
+// run. Three kinds of step: "regular", before preconditioning starts (factor updates and the
+// grafted direction, no roots and no preconditioning: what issue 15's comparison with Meta
+// measures); "preconditioned", after it started, between two root computations (factors, the
+// two inverse-root products per block, grafting: 9 of 10 steps at precondition_frequency 10);
+// "amortized", a step that recomputes all roots. Shampoo's cost per step at frequency f is
+//   preconditioned + (amortized - preconditioned) / f.
+// Eigenvalue-corrected Shampoo (SOAP) the same way, with and without keep_rotated_filtered_grad.
+// The all-roots step's largest part, its sixteen 1024x1024 eigendecompositions, is measured alone
+// too. docs/benchmarks.md has the figures and the commands.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <span>
 #include <vector>
@@ -39,27 +44,73 @@ Plan mlp_plan() {
                    std::vector<std::vector<index_t>>{{1024, 4096}, {4096, 1024}});
 }
 
-// state.range(0) = 1: every step recomputes the inverse roots; 0: none does (the 99 of 100).
-void BM_ShampooStep(benchmark::State& state) {
+// Steps of `o` on the MLP after `warmup` steps (allocations, first factors; the steps before
+// preconditioning starts), timed one by one.
+void run_steps(benchmark::State& state, Options const& o, int warmup, char const* label) {
   Mlp mlp;
-  Options o;
-  o.grafting = adam_grafting();
-  o.epsilon = 1e-8;
-  bool const amortized = state.range(0) == 1;
-  o.precondition_frequency = amortized ? 1 : 100;
-  o.start_preconditioning_step = amortized ? 1 : 1000000;
   Shampoo<float> opt(mlp_plan(), o);
   auto ps = mlp.params();
   auto gs = mlp.grads();
-  opt.step(ps, gs);  // warm-up: allocations, first factors
+  for (int i = 0; i < warmup; ++i) opt.step(ps, gs);
   for (auto _ : state) {
     opt.step(ps, gs);
     benchmark::DoNotOptimize(mlp.w1.data());
   }
-  state.SetLabel(amortized ? "every step computes 16 inverse roots of 1024x1024"
-                           : "no inverse roots (99 of 100 steps)");
+  state.SetLabel(label);
 }
+
+// The kind of step: 0 regular, 1 amortized, 2 preconditioned (above). Regular steps keep
+// preconditioning from starting; preconditioned ones start it at step 10 (a root computation)
+// and run steps 11 to 19 between it and the next.
+struct StepKind {
+  index_t frequency, start;
+  int warmup;
+  char const* label;
+};
+StepKind step_kind(std::int64_t kind) {
+  switch (kind) {
+    case 0:
+      return {100, 1000000, 1, "regular: no roots, no preconditioning"};
+    case 1:
+      return {1, 1, 1, "amortized: every step computes 16 inverse roots of 1024x1024"};
+    default:
+      return {10, 10, 10, "preconditioned: between root computations"};
+  }
+}
+
+void BM_ShampooStep(benchmark::State& state) {
+  StepKind const k = step_kind(state.range(0));
+  Options o;
+  o.grafting = adam_grafting();
+  o.epsilon = 1e-8;
+  o.precondition_frequency = k.frequency;
+  o.start_preconditioning_step = k.start;
+  run_steps(state, o, k.warmup, k.label);
+}
+// Preconditioned steps run 5 iterations: steps 11 to 15, before step 20 computes roots again.
 BENCHMARK(BM_ShampooStep)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ShampooStep)->Arg(2)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Eigenvalue-corrected Shampoo: range(0) the kind of step (1: every step refreshes the
+// eigenvectors), range(1) = 1 with keep_rotated_filtered_grad.
+void BM_SoapStep(benchmark::State& state) {
+  StepKind const k = step_kind(state.range(0));
+  Options o;
+  o.preconditioner = PreconditionerType::eigenvalue_corrected;
+  o.grafting = adam_grafting();
+  o.epsilon = 1e-8;
+  o.precondition_frequency = k.frequency;
+  o.start_preconditioning_step = k.start;
+  o.keep_rotated_filtered_grad = state.range(1) == 1;
+  run_steps(state, o, k.warmup, k.label);
+}
+BENCHMARK(BM_SoapStep)
+    ->Args({2, 0})
+    ->Args({2, 1})
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_SoapStep)->Args({1, 0})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The all-roots step's eigendecompositions: sixteen factor-like 1024x1024 matrices G G^T / 1024
 // + 1e-3 I (G drawn as the MLP's gradients), one exec::eigh call on the batch.
