@@ -619,10 +619,8 @@ needs_cli = pytest.mark.skipif(
     tessel_cli() is None, reason="no tessel CLI (set TESSEL_CLI or build build/default/bin/tessel)")
 
 
-def assert_steps_match_the_cli(tmp_path, params, grads, options, flags):
-    """tessel.torch.Shampoo(params, **options) through `grads` against `tessel shampoo run`."""
-    start = [p.detach().numpy().copy() for p in params]
-    take_steps(tessel.torch.Shampoo(params, **options), params, grads)
+def cli_steps(tmp_path, start, grads, flags):
+    """The parameters `tessel shampoo run` with `flags` gives from `start` through `grads`."""
     command = [tessel_cli(), "shampoo", "run", *flags]
     for i, w in enumerate(start):
         np.save(tmp_path / f"w{i}.npy", w)
@@ -630,10 +628,16 @@ def assert_steps_match_the_cli(tmp_path, params, grads, options, flags):
         command += ["--param", str(tmp_path / f"w{i}.npy"), "--grads",
                     str(tmp_path / f"g{i}.npy"), "--out", str(tmp_path / f"o{i}.npy")]
     subprocess.run(command, check=True, capture_output=True)
-    for i, p in enumerate(params):
+    return [np.load(tmp_path / f"o{i}.npy") for i in range(len(start))]
+
+
+def assert_steps_match_the_cli(tmp_path, params, grads, options, flags):
+    """tessel.torch.Shampoo(params, **options) through `grads` against `tessel shampoo run`."""
+    start = [p.detach().numpy().copy() for p in params]
+    take_steps(tessel.torch.Shampoo(params, **options), params, grads)
+    for p, out in zip(params, cli_steps(tmp_path, start, grads, flags)):
         # The same C++ step, compiled with other flags (-march=native here): rounding apart.
-        np.testing.assert_allclose(p.detach().numpy(), np.load(tmp_path / f"o{i}.npy"),
-                                   rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(p.detach().numpy(), out, rtol=1e-12, atol=1e-14)
 
 
 @needs_cli
@@ -943,15 +947,8 @@ def test_keep_rotated_filtered_grad_reaches_the_step_from_python_and_the_cli(tmp
         take_steps(tessel.torch.Shampoo(params, keep_rotated_filtered_grad=keep, **options),
                    params, grads)
         python_side.append([p.detach().numpy().copy() for p in params])
-        command = [tessel_cli(), "shampoo", "run", *flags,
-                   *(["--keep-rotated-filtered-grad"] if keep else [])]
-        for i, w in enumerate(start):
-            np.save(tmp_path / f"w{i}.npy", w)
-            np.save(tmp_path / f"g{i}.npy", np.stack([step[i].numpy() for step in grads]))
-            command += ["--param", str(tmp_path / f"w{i}.npy"), "--grads",
-                        str(tmp_path / f"g{i}.npy"), "--out", str(tmp_path / f"o{keep}{i}.npy")]
-        subprocess.run(command, check=True, capture_output=True)
-        cli_side.append([np.load(tmp_path / f"o{keep}{i}.npy") for i in range(len(start))])
+        cli_side.append(cli_steps(tmp_path, start, grads,
+                                  [*flags, *(["--keep-rotated-filtered-grad"] if keep else [])]))
     for side in (python_side, cli_side):
         assert any(not np.array_equal(a, b) for a, b in zip(side[0], side[1]))
         for a, b in zip(side[0], side[1]):
