@@ -122,6 +122,19 @@ def cases():
              m, betas=(0.9, 0.99), precondition_frequency=2, max_preconditioner_dim=4, epsilon=1e-4,
              weight_decay=0.01, iterate_averaging_config=m.ClassicMomentumConfig(momentum=0.5),
              preconditioner_config=corrected(m)), 1.0),
+        # tessel's keep_rotated_filtered_grad (no Meta counterpart: the same steps to rounding)
+        # against Meta's plain eigenvalue-corrected Shampoo: the case above with it, and with
+        # beta3 apart from beta1.
+        ("eigenvalue_corrected_kept_rotated", [(5, 3, 2)], 5,
+         ["--preconditioner", "eigenvalue-corrected", "--factor-dtype", "f64",
+          "--precondition-frequency", "2", "--beta2", "0.99", "--momentum", "0.5",
+          "--max-preconditioner-dim", "4", "--weight-decay", "0.01", "--epsilon", "1e-4",
+          "--beta3", "0.5", "--keep-rotated-filtered-grad"],
+         lambda m: meta_defaults(
+             m, betas=(0.9, 0.99), beta3=0.5, precondition_frequency=2, max_preconditioner_dim=4,
+             epsilon=1e-4, weight_decay=0.01,
+             iterate_averaging_config=m.ClassicMomentumConfig(momentum=0.5),
+             preconditioner_config=corrected(m)), 1.0),
         # ignored_basis_change_dims: the rows of 2-D blocks and 1-D blocks stay in their own basis
         # (the latter is Adam's per-element scaling); then the outer modes of 3-D blocks.
         ("eigenvalue_corrected_ignored_dims", [(6, 5), (4,)], 4,
