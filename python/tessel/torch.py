@@ -257,7 +257,8 @@ class Shampoo(torch.optim.Optimizer):
     ``trace_scaling_exponent``, ``drop_weighting_factor_on_gsquare``,
     ``num_tolerated_failed_amortized_computations``, ``kl_shampoo`` (the KL configs),
     ``ignored_basis_change_dims`` ({order: [dims]}, eigenvalue-corrected),
-    ``keep_rotated_filtered_grad`` (eigenvalue-corrected, tessel's: docs/shampoo.md), ``eigendecomposition``
+    ``keep_rotated_filtered_grad`` (eigenvalue-corrected, tessel's: docs/shampoo.md),
+    ``eigendecomposition``
     "eigh" or "qr" with ``eigendecomposition_tolerance`` and ``qr_max_iterations``
     (``DefaultSOAPConfig``: "qr"), ``orthogonalization`` "newton_schulz" or "svd" with
     ``svd_scale_by_nuclear_norm`` (spectral descent), ``newton_schulz_num_iterations`` and ``newton_schulz_coefficients``
@@ -287,7 +288,7 @@ class Shampoo(torch.optim.Optimizer):
                  start_preconditioning_step=-1, use_bias_correction=True, grafting="none",
                  grafting_beta2=None, grafting_epsilon=1e-10, preconditioner="shampoo",
                  factor_matrix_dtype=torch.float32, use_symmetric_packing=False,
-                 keep_rotated_filtered_grad=False, inverse_exponent_override=None, ignored_basis_change_dims=None,
+                 inverse_exponent_override=None, ignored_basis_change_dims=None,
                  use_trace_scaling=False, trace_scaling_exponent=0.5,
                  drop_weighting_factor_on_gsquare=False, kl_shampoo=False,
                  eigendecomposition="eigh", eigendecomposition_tolerance=0.0,
@@ -300,7 +301,8 @@ class Shampoo(torch.optim.Optimizer):
                  rank_rtol=0.0, iterate_averaging="none", eval_interp_coeff=0.9,
                  train_interp_coeff=0.8, eval_coeff_lr_power=2,
                  grafting_drop_weighting_factor_on_gsquare=False,
-                 num_tolerated_failed_amortized_computations=3):
+                 num_tolerated_failed_amortized_computations=3,
+                 keep_rotated_filtered_grad=False):
         defaults = dict(
             lr=lr, betas=betas, beta3=beta3, epsilon=epsilon, momentum=momentum,
             dampening=dampening, use_nesterov=use_nesterov, weight_decay=weight_decay,
