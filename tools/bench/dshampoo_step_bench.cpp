@@ -2,8 +2,9 @@
 // max_preconditioner_dim 1024: eight 1024x1024 blocks, Adam grafting), run under mpirun with any
 // number of ranks: step time and bytes exchanged per step, against the single-process
 // Shampoo<float> step measured in the same run (on rank 0 while the other ranks wait). "regular" is
-// a step without inverse roots (99 of 100 steps at precondition_frequency 100), "amortized" one
-// that recomputes every inverse root; each rank computes those of its own blocks only.
+// a step before preconditioning starts (factor updates and the grafted direction; no roots are
+// computed or applied), "amortized" one that recomputes every inverse root; each rank computes
+// those of its own blocks only.
 //
 //   mpirun --oversubscribe -np 3 build-bench/bin/tessel_bench_dshampoo
 //
