@@ -119,7 +119,6 @@ SHAMPOO_MODES = {
     "soap": (10, 10, 10, "eigenvalue_corrected", "BM_SoapStep/2/0/"),
     "soap_rotated": (10, 10, 10, "eigenvalue_corrected", "BM_SoapStep/2/1/"),
 }
-MAX_STEADY_RUNS = 9  # steps 11..19
 MIB = 1024.0 * 1024.0
 GOALS = {"flce": 0.8, "regular": 0.8, "all_roots": 0.7}  # issue 15; FLCE's against eager
 
@@ -605,10 +604,14 @@ def parse_args(argv):
         args.warmup = 1
     if args.runs < 1 or args.warmup < 0 or args.rounds < 1:
         fail("--runs and --rounds must be >= 1 and --warmup >= 0.")
-    if max(args.warmup, 10) + args.runs > 10 + MAX_STEADY_RUNS:
-        fail(f"--warmup {args.warmup} and --runs {args.runs} would time Meta's step 20, which "
-             f"recomputes the roots the preconditioned and SOAP steps leave out: keep "
-             f"max(warmup, 10) + runs <= {10 + MAX_STEADY_RUNS}.")
+    # Modes that time the steps between two root computations (start, then start + frequency)
+    # must not reach the second: Meta's timed steps end at max(warmup, before) + runs.
+    for mode, (frequency, start, before, _, _) in SHAMPOO_MODES.items():
+        if args.meta and frequency > 1 and start == before and \
+                max(args.warmup, before) + args.runs >= start + frequency:
+            fail(f"--warmup {args.warmup} and --runs {args.runs} would time Meta's step "
+                 f"{start + frequency}, which recomputes the roots the {mode} step leaves out: "
+                 f"keep max(warmup, {before}) + runs < {start + frequency}.")
     if args.flce_shapes is not None:
         text = args.flce_shapes
         try:
