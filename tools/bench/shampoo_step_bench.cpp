@@ -78,14 +78,19 @@ StepKind step_kind(std::int64_t kind) {
   }
 }
 
-void BM_ShampooStep(benchmark::State& state) {
-  StepKind const k = step_kind(state.range(0));
+// The MLP's options for a kind of step: Adam grafting, epsilon 1e-8, its frequency and start.
+Options step_options(StepKind const& k) {
   Options o;
   o.grafting = adam_grafting();
   o.epsilon = 1e-8;
   o.precondition_frequency = k.frequency;
   o.start_preconditioning_step = k.start;
-  run_steps(state, o, k.warmup, k.label);
+  return o;
+}
+
+void BM_ShampooStep(benchmark::State& state) {
+  StepKind const k = step_kind(state.range(0));
+  run_steps(state, step_options(k), k.warmup, k.label);
 }
 // Preconditioned steps run 5 iterations: steps 11 to 15, before step 20 computes roots again.
 BENCHMARK(BM_ShampooStep)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -95,12 +100,8 @@ BENCHMARK(BM_ShampooStep)->Arg(2)->Iterations(5)->Unit(benchmark::kMillisecond)-
 // eigenvectors), range(1) = 1 with keep_rotated_filtered_grad.
 void BM_SoapStep(benchmark::State& state) {
   StepKind const k = step_kind(state.range(0));
-  Options o;
+  Options o = step_options(k);
   o.preconditioner = PreconditionerType::eigenvalue_corrected;
-  o.grafting = adam_grafting();
-  o.epsilon = 1e-8;
-  o.precondition_frequency = k.frequency;
-  o.start_preconditioning_step = k.start;
   o.keep_rotated_filtered_grad = state.range(1) == 1;
   run_steps(state, o, k.warmup, k.label);
 }
