@@ -230,7 +230,8 @@ struct Options {
   // 4 matrix products instead of 6). Costs one more buffer of the parameters' size; the steps
   // agree with the default's to rounding, not bit for bit, and a run resumed from a state
   // dictionary (which does not hold the rotated copy) continues to rounding until the next
-  // eigenbasis refresh. Off by default, as in Distributed Shampoo.
+  // eigenbasis refresh. Off by default: Distributed Shampoo has no such setting, and the default
+  // keeps its numbers.
   bool keep_rotated_filtered_grad = false;
   // Spectral descent's orthogonalization: the method, and the settings of each.
   OrthogonalizationMethod orthogonalization = OrthogonalizationMethod::newton_schulz;
