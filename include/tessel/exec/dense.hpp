@@ -2,10 +2,11 @@
 // (C = alpha A A^T + beta C) over one matrix or a batch of matrices, the one primitive the
 // workloads call for their products (FLCE's three GEMMs per chunk, Shampoo's factor updates and
 // preconditioning). Operands are tessel tensors (exec/dense/operands.hpp says which); transposes
-// are views (tessel::transpose). The host runs Eigen's kernels single-threaded per tile and
-// spreads the tiles over the executor's threads: a batch gives one tile per matrix, a single
-// large product is cut along its longer output mode. The CUDA twin is exec/cuda/dense.hpp
-// (cuBLAS, strided-batched).
+// are views (tessel::transpose). The host runs the BLAS's (or Eigen's) kernels single-threaded
+// per tile and spreads the tiles over the executor's threads: a gemm is cut along its longer
+// output mode by its own shape, every matrix of a batch alike (a batch's count changes with the
+// number of ranks of DistributedShampoo, so it does not choose the tiles); a syrk is one tile per
+// matrix. The CUDA twin is exec/cuda/dense.hpp (cuBLAS, strided-batched).
 #pragma once
 
 #include <algorithm>
