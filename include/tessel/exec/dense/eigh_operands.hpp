@@ -46,23 +46,22 @@ auto eigh_operands(W const& w, M const& m, I const& info) {
   auto const ws = to_array(w.shape());
   auto const wd = to_array(w.stride());
   EigenvalueBatch<typename W::element_type> vals{w.data(), rm == 3 ? ws[0] : 1, ws[rm - 2],
-                                                  rm == 3 ? wd[0] : 0, wd[rm - 2]};
+                                                 rm == 3 ? wd[0] : 0, wd[rm - 2]};
   StridedVector<typename I::element_type> inf{info.data(), to_array(info.shape())[0],
                                               to_array(info.stride())[0]};
   if (mats.rows != mats.cols)
     throw_error(sentence("eigh needs square matrices, got ",
                          matrix_text(mats.batch, mats.rows, mats.cols, rm == 3), "."));
   if (vals.batch != mats.batch || vals.n != mats.rows || inf.n != mats.batch)
-    throw_error(sentence("eigh of matrices ", matrix_text(mats.batch, mats.rows, mats.cols, rm == 3),
-                         " needs eigenvalues ",
-                         rm == 3 ? sentence("(", mats.batch, ",", mats.rows, ")")
-                                 : sentence("(", mats.rows, ")"),
-                         " and info (", mats.batch, "), got eigenvalues ",
-                         rm == 3 ? sentence("(", vals.batch, ",", vals.n, ")")
-                                 : sentence("(", vals.n, ")"),
-                         " and info (", inf.n, ")."));
-  return EighOperands<typename M::element_type, typename W::element_type,
-                      typename I::element_type>{mats, vals, inf};
+    throw_error(sentence(
+        "eigh of matrices ", matrix_text(mats.batch, mats.rows, mats.cols, rm == 3),
+        " needs eigenvalues ",
+        rm == 3 ? sentence("(", mats.batch, ",", mats.rows, ")") : sentence("(", mats.rows, ")"),
+        " and info (", mats.batch, "), got eigenvalues ",
+        rm == 3 ? sentence("(", vals.batch, ",", vals.n, ")") : sentence("(", vals.n, ")"),
+        " and info (", inf.n, ")."));
+  return EighOperands<typename M::element_type, typename W::element_type, typename I::element_type>{
+      mats, vals, inf};
 }
 
 }  // namespace tessel::exec::detail

@@ -12,8 +12,8 @@
 
 #include "../../io/safetensors.hpp"
 #include "../optimizer.hpp"
-#include "state_dict.hpp"
 #include "keys.hpp"
+#include "state_dict.hpp"
 
 namespace tessel::shampoo {
 
