@@ -8,7 +8,7 @@ bench_flce_host tessel_bench_shampoo``; not part of CI, run it on a quiet machin
         [--python /path/to/venv/bin/python] [--tessel-bin build/bench/bin]
         [--threads 1,2] [--runs 5] [--warmup 1] [--rounds 1]
         [--flce-shapes 2048x512x32000,4096x2048x32000]
-        [--svg docs/img/compare_pytorch.svg] [--json results.json] [--quick]
+        [--svg build/compare_pytorch.svg] [--json results.json] [--quick]
 
 Without ``--python`` the script uses the interpreter running it when ``torch`` imports there,
 and otherwise creates a virtual environment (``--venv``, default ``build/compare-venv``) and
@@ -87,8 +87,9 @@ gradients drawn from N(0, 0.02)), the options of ``tools/bench/shampoo_step_benc
     one process, no distribution          -> distributed_config default (single device)
 
 Output: one table (times in ms, ratio tessel/peer, extra memory in MB, the load average at the
-start and the end), an SVG plot (``--svg``) for docs/benchmarks.md and, with ``--json``, the
-raw figures. ``--quick`` is a smoke test of the whole pipeline: FLCE at BT 256 / H 128 /
+start and the end), an SVG plot (``--svg``, default ``build/compare_pytorch.svg``: a run changes
+no tracked file unless it names one, as docs/benchmarks.md's runs name their plots under
+docs/img) and, with ``--json``, the raw figures. ``--quick`` is a smoke test of the whole pipeline: FLCE at BT 256 / H 128 /
 V 4000 and BT 512 / H 256 / V 8000, one warm-up and two runs, the Shampoo MLP with one run;
 its figures say nothing about speed.
 """
@@ -583,8 +584,9 @@ def parse_args(argv):
                              "2048x512x32000,4096x2048x32000; --quick: two small ones)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: small FLCE shapes, few runs (figures meaningless)")
-    parser.add_argument("--svg", type=Path, default=REPO / "docs" / "img" / "compare_pytorch.svg",
-                        help="where the plot goes (default docs/img/compare_pytorch.svg)")
+    parser.add_argument("--svg", type=Path, default=REPO / "build" / "compare_pytorch.svg",
+                        help="where the plot goes (default build/compare_pytorch.svg; docs/img/ "
+                             "for a run docs/benchmarks.md shows)")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     parser.add_argument("--worker", choices=("flce", "shampoo"), help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
