@@ -89,9 +89,9 @@ gradients drawn from N(0, 0.02)), the options of ``tools/bench/shampoo_step_benc
 Output: one table (times in ms, ratio tessel/peer, extra memory in MB, the load average at the
 start and the end), an SVG plot (``--svg``, default ``build/compare_pytorch.svg``: a run changes
 no tracked file unless it names one, as docs/benchmarks.md's runs name their plots under
-docs/img) and, with ``--json``, the raw figures. ``--quick`` is a smoke test of the whole pipeline: FLCE at BT 256 / H 128 /
-V 4000 and BT 512 / H 256 / V 8000, one warm-up and two runs, the Shampoo MLP with one run;
-its figures say nothing about speed.
+docs/img) and, with ``--json``, the raw figures. ``--quick`` is a smoke test of the whole
+pipeline: FLCE at BT 256 / H 128 / V 4000 and BT 512 / H 256 / V 8000, one warm-up and two
+runs, the Shampoo MLP with one run; its figures say nothing about speed.
 """
 
 import argparse
