@@ -35,7 +35,9 @@
 #include "body/reduce_ops.hpp"
 #include "body/row.hpp"
 #include "executors.hpp"
+#include "host/flat.hpp"
 #include "host/packet.hpp"
+#include "host/runs.hpp"
 #include "host/streaming.hpp"
 #include "host/wide_exp.hpp"
 #include "lower.hpp"
@@ -44,148 +46,6 @@
 namespace tessel::exec::detail {
 
 using tessel::detail::view_of;
-
-// Elements per block of a reduction over every mode (fixed, so results do not depend on threads).
-inline constexpr index_t reduce_block = index_t{1} << 15;
-
-// ---- odometer over loop modes [lo, hi) ----
-
-// Positions evs at the flat (row-major) index `flat` of modes [lo, hi).
-template <class Nest, class... Evs>
-void seek(Nest const& nest, index_t lo, index_t hi, index_t flat, index_t* coord, Evs&... evs) {
-  for (index_t m = hi - 1; m >= lo; --m) {
-    coord[m] = flat % nest.extent[m];
-    flat /= nest.extent[m];
-    (evs.advance(m, coord[m]), ...);
-  }
-}
-
-// Moves evs one step along modes [lo, hi), innermost first.
-template <class Nest, class... Evs>
-void step(Nest const& nest, index_t lo, index_t hi, index_t* coord, Evs&... evs) {
-  for (index_t m = hi - 1; m >= lo; --m) {
-    ++coord[m];
-    (evs.advance(m, 1), ...);
-    if (coord[m] < nest.extent[m]) return;
-    (evs.advance(m, -nest.extent[m]), ...);
-    coord[m] = 0;
-  }
-}
-
-// f(i0, i1, base) for each run [i0, i1) of the innermost mode covering the flat range [begin, end)
-// of modes [lo, rank), with evs positioned at the run's row; base is the flat index of the row.
-template <class Nest, class F, class... Evs>
-void for_each_run(Nest const& nest, index_t lo, index_t begin, index_t end, F const& f,
-                  Evs&... evs) {
-  index_t const last = nest.rank - 1;
-  index_t const n = nest.extent[last];
-  index_t coord[sizeof(nest.extent) / sizeof(index_t)] = {};
-  index_t row = begin / n;
-  index_t i = begin % n;
-  seek(nest, lo, last, row, coord, evs...);
-  index_t left = end - begin;
-  index_t base = row * n;
-  while (left > 0) {
-    index_t const len = std::min(n - i, left);
-    f(i, i + len, base);
-    left -= len;
-    if (left == 0) break;
-    step(nest, lo, last, coord, evs...);
-    i = 0;
-    base += n;
-  }
-}
-
-// True when every leaf of ev has innermost stride 1.
-template <class Ev>
-bool leaves_contiguous(Ev ev) {
-  bool all = true;
-  ev.visit_leaves([&](auto const& leaf) { all = all && leaf.inner == 1; });
-  return all;
-}
-
-// ---- elementwise runs ----
-
-// The packet type S an assignment of ev into T elements computes in, if any (else void).
-template <class Ev, class T>
-using packet_scalar_t =
-    std::conditional_t<host::packetizable_v<Ev, typename Ev::value_type> &&
-                           (std::is_same_v<T, typename Ev::value_type> ||
-                            (StorageFloat<T> && std::is_same_v<typename Ev::value_type, float>)),
-                       typename Ev::value_type, void>;
-
-// How a run is stored: contiguous (every leaf and the destination have innermost stride 1) and,
-// for a large destination of the packet type, streaming (exec/host/streaming.hpp).
-struct RunStores {
-  bool contiguous = false;
-  bool stream = false;
-};
-
-template <class D, class Ev>
-void run_elementwise(D const& dst, Ev const& ev, index_t begin, index_t end, RunStores stores) {
-  using S = packet_scalar_t<Ev, typename D::element_type>;
-  if constexpr (!std::is_void_v<S>) {
-    if constexpr (std::is_same_v<typename D::element_type, S>) {
-      if (stores.stream) {
-        host::packet_run<S, true, true>(dst, ev, begin, end);
-        return;
-      }
-    }
-    if (stores.contiguous)
-      host::packet_run<S, true>(dst, ev, begin, end);
-    else
-      host::packet_run<S, false>(dst, ev, begin, end);
-  } else {
-    D d = dst;
-    elementwise_body(SequentialContext{}, d, ev, begin, end);
-  }
-}
-
-// dst(x) = ev(x) over modes [lo, rank) of the nest, flat range [begin, end).
-template <class Nest, class D, class Ev>
-void elementwise_range(Nest const& nest, index_t lo, index_t begin, index_t end, D d, Ev ev,
-                       RunStores stores) {
-  for_each_run(
-      nest, lo, begin, end,
-      [&](index_t i0, index_t i1, index_t) { run_elementwise(d, ev, i0, i1, stores); }, d, ev);
-}
-
-// ---- reduction runs ----
-
-// Op reduces ev's values in packets of their type (reduce_run's vector path).
-template <class Op, class Ev>
-constexpr bool reduces_in_packets() {
-  using S = typename Ev::value_type;
-  return host::packet_reducible_v<S, Op> && host::packetizable_v<Ev, S>;
-}
-
-template <class Op, class Ev>
-typename Op::state_type reduce_run(Op const& op, Ev const& ev, index_t begin, index_t end,
-                                   index_t base, bool contiguous) {
-  using S = typename Ev::value_type;
-  if constexpr (reduces_in_packets<Op, Ev>()) {
-    if (end - begin >= 2 * host::packet_width<S>) {
-      return contiguous ? host::packet_reduce_run<S, true>(op, ev, begin, end)
-                        : host::packet_reduce_run<S, false>(op, ev, begin, end);
-    }
-  }
-  return row_reduce_body(SequentialContext{}, op, ev, begin, end, base);
-}
-
-// The partial state of op over the flat range [begin, end) of the reduced modes, ev positioned
-// at a destination element.
-template <class Nest, class Op, class Ev>
-typename Op::state_type reduce_range(Nest const& nest, Op const& op, Ev ev, index_t begin,
-                                     index_t end, bool contiguous) {
-  auto state = op.identity();
-  for_each_run(
-      nest, nest.outer, begin, end,
-      [&](index_t i0, index_t i1, index_t base) {
-        state = op(state, reduce_run(op, ev, i0, i1, base, contiguous));
-      },
-      ev);
-  return state;
-}
 
 // Whether the outputs of a reduction are reduced a tile at a time (reduce_tile): when no operand
 // reads its reduced run contiguously, every operand reads the innermost kept mode contiguously or
@@ -345,8 +205,9 @@ struct HostPasses {
   }
 };
 
+// dst = node through a loop nest lowered at run time.
 template <class DV, class Node, class X>
-void run_elementwise_assignment(DV const& dst, Node const& node, X const& executor) {
+void run_nest_elementwise(DV const& dst, Node const& node, X const& executor) {
   using T = std::remove_cv_t<typename DV::element_type>;
   constexpr std::size_t R = tessel::detail::tensor_rank<DV>();
   auto const shape = tessel::detail::logical_shape(dst);
@@ -373,34 +234,6 @@ void run_elementwise_assignment(DV const& dst, Node const& node, X const& execut
   write_through<T>(HostPasses<X>{executor}, b, nest, true, dst, shape, identity_map<R>(), pass);
 }
 
-// What both executors do before lowering a reduction. Returns false when nothing is left to
-// launch: an empty output, or reduced modes that are all empty, whose value (sum 0, mean NaN,
-// logsumexp -inf) `fill(value_leaf)` assigns. max, min and argmax of nothing have no value: they
-// throw before anything is written.
-template <class Node, class Fill>
-bool prepare_reduction(Node const& node, Fill&& fill) {
-  using Kind = typename Node::kind;
-  using In = typename Node::input_type;
-  using Op = reduce_op_t<Kind, typename In::value_type>;
-  auto const shape = node.input.shape();
-  if (tessel::detail::shape_size(node.shape()) == 0) return false;
-  if (tessel::detail::shape_size(shape) != 0) return true;
-  if constexpr (!Kind::defined_when_empty) {
-    if constexpr (Node::over_all) {
-      throw_error(sentence("cannot take the ", Kind::name, " of an empty expression of shape ",
-                           tessel::detail::shape_text(shape), "."));
-    } else {
-      throw_error(sentence("cannot take the ", Kind::name, " over mode ", Node::axis,
-                           " of an expression of shape ", tessel::detail::shape_text(shape),
-                           ", which has extent 0."));
-    }
-  } else {
-    Op const op{};
-    fill(tessel::detail::ScalarLeaf<typename Node::value_type>(op.finalize(op.identity(), 0)));
-  }
-  return false;
-}
-
 // The input modes a reduction node reduces, and the input mode behind each output mode.
 template <class Node>
 struct ReductionModes {
@@ -422,7 +255,7 @@ constexpr ReductionModes<Node> reduction_modes() {
 
 // dst = Kind over node.input, dst's shape equal to node's.
 template <class DV, class Node, class X>
-void run_reduction(DV const& dst, Node const& node, X const& executor) {
+void run_nest_reduction(DV const& dst, Node const& node, X const& executor) {
   using Kind = typename Node::kind;
   using In = typename Node::input_type;
   using Op = reduce_op_t<Kind, typename In::value_type>;
@@ -483,6 +316,23 @@ void run_reduction(DV const& dst, Node const& node, X const& executor) {
   };
   write_through<T>(HostPasses<X>{executor}, b, nest, false, dst, node.shape(),
                    modes.output_to_input, pass);
+}
+
+// An elementwise assignment or a reduction: the flat path when the layout types show one
+// (exec/host/flat.hpp), else a loop nest lowered at run time.
+template <class DV, class Node, class X>
+void run_elementwise_assignment(DV const& dst, Node const& node, X const& executor) {
+  if constexpr (flat_elementwise_v<DV, Node>)
+    run_flat_elementwise(dst, node, executor);
+  else
+    run_nest_elementwise(dst, node, executor);
+}
+template <class DV, class Node, class X>
+void run_reduction(DV const& dst, Node const& node, X const& executor) {
+  if constexpr (flat_reduction<DV, Node>())
+    run_flat_reduction(dst, node, executor);
+  else
+    run_nest_reduction(dst, node, executor);
 }
 
 // dst = softmax / log_softmax of node.input along node.axis, dst's shape equal to node's.

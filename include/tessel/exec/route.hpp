@@ -7,6 +7,7 @@
 //   row_op(dst, n)       a softmax-like row node whose shape is the destination's
 //   materialize(n)       the node evaluated into a compact temporary; view(t) is its view
 //   temporary<T>(shape)  a compact temporary of T in the executor's memory
+// prepare_reduction is both executors' handling of reductions over nothing.
 // A reduction or row node broadcast into a larger destination is materialized, then assigned.
 // write_through is the passes' common ending: in place, or through a temporary.
 #pragma once
@@ -17,9 +18,39 @@
 #include "../core/int_tuple.hpp"
 #include "../expr/expression.hpp"
 #include "../expr/leaf.hpp"
+#include "../expr/reduce.hpp"
+#include "body/reduce_ops.hpp"
 #include "lower.hpp"
 
 namespace tessel::exec::detail {
+
+// What both executors do before lowering a reduction. Returns false when nothing is left to
+// launch: an empty output, or reduced modes that are all empty, whose value (sum 0, mean NaN,
+// logsumexp -inf) `fill(value_leaf)` assigns. max, min and argmax of nothing have no value: they
+// throw before anything is written.
+template <class Node, class Fill>
+bool prepare_reduction(Node const& node, Fill&& fill) {
+  using Kind = typename Node::kind;
+  using In = typename Node::input_type;
+  using Op = reduce_op_t<Kind, typename In::value_type>;
+  auto const shape = node.input.shape();
+  if (tessel::detail::shape_size(node.shape()) == 0) return false;
+  if (tessel::detail::shape_size(shape) != 0) return true;
+  if constexpr (!Kind::defined_when_empty) {
+    if constexpr (Node::over_all) {
+      throw_error(sentence("cannot take the ", Kind::name, " of an empty expression of shape ",
+                           tessel::detail::shape_text(shape), "."));
+    } else {
+      throw_error(sentence("cannot take the ", Kind::name, " over mode ", Node::axis,
+                           " of an expression of shape ", tessel::detail::shape_text(shape),
+                           ", which has extent 0."));
+    }
+  } else {
+    Op const op{};
+    fill(tessel::detail::ScalarLeaf<typename Node::value_type>(op.finalize(op.identity(), 0)));
+  }
+  return false;
+}
 
 template <class Passes, class DV, class Node>
 void route_assignment(Passes const& passes, DV const& dst, Node const& node) {
