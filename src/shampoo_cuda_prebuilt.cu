@@ -1,6 +1,6 @@
 // tessel_shampoo_cuda_prebuilt (CMake, CUDA builds only): the device Shampoo step compiled once
 // for the project's CUDA and NCCL tests, as tessel::shampoo_prebuilt does for the host's. Each
-// compiled ShampooBase<float, exec::Cuda> (and the host step they compare against) itself, minutes
+// compiled the device step (and the host step they compare against) itself, minutes
 // of nvcc each; linked to this library they see TESSEL_SHAMPOO_CUDA_PREBUILT and the
 // matching `extern template` declarations (shampoo/device_shampoo.cuh,
 // shampoo/device_distributed.cuh). Not installed: tessel stays header-only for users.
@@ -9,8 +9,9 @@
 
 namespace tessel::shampoo {
 
-template class ShampooBase<float, exec::Cuda>;
-template class Shampoo<float, RuntimePlan, exec::Cuda>;
+template class StepCore<float, exec::Cuda>;
+template class ShampooStep<float, AnyPreconditioner, exec::Cuda>;
+template class BasicShampoo<float, AnyPreconditioner, RuntimePlan, exec::Cuda>;
 template class DistributedShampoo<float, exec::Cuda>;
 
 }  // namespace tessel::shampoo

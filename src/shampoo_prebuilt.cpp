@@ -9,8 +9,9 @@
 namespace tessel::shampoo {
 
 template class CombinedLinear<float>;
-template class ShampooBase<float, exec::Auto>;
-template class Shampoo<float>;
+template class StepCore<float, exec::Auto>;
+template class ShampooStep<float, AnyPreconditioner, exec::Auto>;
+template class BasicShampoo<float, AnyPreconditioner>;
 template class DistributedShampoo<float>;
 
 }  // namespace tessel::shampoo

@@ -4,8 +4,9 @@
 namespace tessel::shampoo {
 
 template class CombinedLinear<double>;
-template class ShampooBase<double, exec::Auto>;
-template class Shampoo<double>;
+template class StepCore<double, exec::Auto>;
+template class ShampooStep<double, AnyPreconditioner, exec::Auto>;
+template class BasicShampoo<double, AnyPreconditioner>;
 template class DistributedShampoo<double>;
 
 }  // namespace tessel::shampoo

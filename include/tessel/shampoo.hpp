@@ -10,6 +10,7 @@
 #include "shampoo/distributed/distributed.hpp"
 #include "shampoo/optimizer.hpp"
 #include "shampoo/options.hpp"
+#include "shampoo/options_check.hpp"
 #include "shampoo/param_groups.hpp"
 #include "shampoo/plan/distribute.hpp"
 #include "shampoo/plan/geometry.hpp"

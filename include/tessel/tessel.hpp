@@ -51,6 +51,7 @@
 #include "flce/vocab_parallel.hpp"
 #include "interop/mdspan.hpp"
 #include "shampoo/options.hpp"
+#include "shampoo/options_check.hpp"
 #include "shampoo/plan/distribute.hpp"
 #include "shampoo/plan/geometry.hpp"
 #include "shampoo/plan/plan.hpp"

@@ -768,11 +768,13 @@ TEST(Eigendecomposed, TheStateIsTheFactorsEigendecompositionAndRoundTrips) {
   pinv.epsilon = 0.0;
   EXPECT_EQ(error_of([&] { validate(pinv); }), "no error");
   Options kl;
-  kl.preconditioner = PreconditionerType::eigenvalue_corrected;
+  kl.preconditioner = PreconditionerType::sign_descent;
   kl.kl_shampoo = true;
   EXPECT_EQ(ignored_options(kl),
-            std::vector<std::string>{"kl_shampoo has no effect with eigenvalue-corrected Shampoo "
-                                     "(shampoo and eigendecomposed Shampoo use it)."});
+            std::vector<std::string>{"kl_shampoo has no effect with sign descent (shampoo, "
+                                     "eigendecomposed and eigenvalue-corrected Shampoo use it)."});
+  kl.preconditioner = PreconditionerType::eigenvalue_corrected;  // KL-SOAP
+  EXPECT_EQ(ignored_options(kl), std::vector<std::string>{});
 }
 
 // The QR iteration written in plain loops (modified Gram-Schmidt for the QR factorization, whose

@@ -31,7 +31,8 @@ using DeviceShampoo = Shampoo<float, RuntimePlan, exec::Cuda>;
 // step where they use it.
 #if defined(TESSEL_SHAMPOO_CUDA_PREBUILT)
 namespace tessel::shampoo {
-extern template class ShampooBase<float, exec::Cuda>;
-extern template class Shampoo<float, RuntimePlan, exec::Cuda>;
+extern template class StepCore<float, exec::Cuda>;
+extern template class ShampooStep<float, AnyPreconditioner, exec::Cuda>;
+extern template class BasicShampoo<float, AnyPreconditioner, RuntimePlan, exec::Cuda>;
 }  // namespace tessel::shampoo
 #endif

@@ -114,7 +114,7 @@ class GroupedShampoo {
                                     std::span<std::span<T const> const>(gs[gi]));
       ptrs.push_back(Base::pointers(ps[gi], gs[gi]));
     }
-    // Parameters without a gradient are skipped (ShampooBase::step), group by group.
+    // Parameters without a gradient are skipped (ShampooStep::step), group by group.
     std::vector<typename Base::Skipped> skipped;
     auto restore = [&] {
       for (std::size_t gi = 0; gi < skipped.size(); ++gi)
@@ -131,7 +131,7 @@ class GroupedShampoo {
     restore();
   }
 
-  // Iterate averaging's eval() and train() (ShampooBase::eval) for every group that averages.
+  // Iterate averaging's eval() and train() (ShampooStep::eval) for every group that averages.
   void eval(std::vector<std::span<T>> const& params) { switch_mode(params, false); }
   void train(std::vector<std::span<T>> const& params) { switch_mode(params, true); }
 
@@ -195,8 +195,8 @@ class GroupedShampoo {
     }
   }
 
-  using Base = ShampooBase<T, X>;
-  // The steps' halves are ShampooBase's (this class is its friend).
+  using Base = ShampooStep<T, AnyPreconditioner, X>;
+  // The steps' halves are ShampooStep's (this class is its friend).
   Base& base(std::size_t g) { return *optimizers_[g]; }
 
   // The step of every group once the arguments passed: the checks of all groups first, then

@@ -178,9 +178,10 @@ void run_flat_elementwise(DV const& dst, Node const& node, X const& executor) {
     parallel_ranges(threads, n,
                     [&](index_t begin, index_t end) { run_contiguous(d, ev, begin, end, stream); });
   };
-  std::vector<T> tmp(static_cast<std::size_t>(overlaps ? n : 0));
-  pass(overlaps ? tmp.data() : dst.data());
-  if (overlaps) std::copy(tmp.begin(), tmp.end(), dst.data());
+  // An operand overlapping dst other than element for element: through a temporary.
+  auto const tmp = std::make_unique<T[]>(static_cast<std::size_t>(overlaps ? n : 0));
+  pass(overlaps ? tmp.get() : dst.data());
+  if (overlaps) std::copy(tmp.get(), tmp.get() + n, dst.data());
 }
 
 // dst = Kind over node.input, a vector reduced to one element or rows reduced to a vector.
@@ -227,13 +228,9 @@ void run_flat_reduction(DV const& dst, Node const& node, X const& executor) {
         }
       });
     };
-    if (!overlaps) {
-      pass(dst.data());
-      return;
-    }
-    std::vector<T> tmp(static_cast<std::size_t>(rows));
-    pass(tmp.data());
-    std::copy(tmp.begin(), tmp.end(), dst.data());
+    auto const tmp = std::make_unique<T[]>(static_cast<std::size_t>(overlaps ? rows : 0));
+    pass(overlaps ? tmp.get() : dst.data());
+    if (overlaps) std::copy(tmp.get(), tmp.get() + rows, dst.data());
   }
 }
 
