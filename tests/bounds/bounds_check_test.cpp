@@ -1,7 +1,7 @@
-// Element access with TESSEL_CHECK_BOUNDS on (the default where NDEBUG is not defined; this
-// program turns it on in a release build): t(i, j) and t[i] out of range throw a sentence naming
-// the coordinate and the shape, on views too; in range they read what unchecked access reads.
-// A program of its own: the setting must be the same in every translation unit.
+// Element access with TESSEL_CHECK_BOUNDS on (the default in unoptimized builds without NDEBUG;
+// this program turns it on in a release build): t(i, j) and t[i] out of range throw a sentence
+// naming the coordinate and the shape, on views too; in range they read what unchecked access
+// reads. A program of its own: the setting must be the same in every translation unit.
 #include <gtest/gtest.h>
 
 #include <tessel/tessel.hpp>

@@ -108,11 +108,14 @@
 #define TESSEL_END_EIGEN_INCLUDE
 #endif
 
-// Bounds-checked element access on the host (Tensor's t(i, j) and t[i]): on where assertions are
-// (NDEBUG not defined: Debug builds), off in release builds. Define it to 0 or 1 to choose; it
-// must be the same in every translation unit of a program (the checked accessors are inline).
+// Bounds-checked element access on the host (Tensor's t(i, j) and t[i]): on in Debug builds, off
+// in optimized ones. A build is optimized when NDEBUG is defined or, with GCC and clang, when the
+// compiler optimizes (-O1 and above, -Os and -Og define __OPTIMIZE__): `g++ -O2` without -DNDEBUG
+// is a release build to its user, and a check per access made element loops ~85x slower there
+// (docs/tensors.md). Define it to 0 or 1 to choose; it must be the same in every translation unit
+// of a program (the checked accessors are inline). tests/bounds/check_bounds_default.cpp pins it.
 #if !defined(TESSEL_CHECK_BOUNDS)
-#if defined(NDEBUG)
+#if defined(NDEBUG) || defined(__OPTIMIZE__)
 #define TESSEL_CHECK_BOUNDS 0
 #else
 #define TESSEL_CHECK_BOUNDS 1

@@ -97,8 +97,9 @@ class Tensor {
   TESSEL_HOST_DEVICE constexpr auto cosize() const { return tessel::cosize(layout_); }
 
   // t(i, j, ...) is a reference to the element; with `_` or range(b, e) among the coordinates it
-  // is a view of the kept modes (host only, bounds-checked). With TESSEL_CHECK_BOUNDS (on where
-  // NDEBUG is not defined; see core/config.hpp) integer coordinates are checked on the host too.
+  // is a view of the kept modes (host only, bounds-checked). With TESSEL_CHECK_BOUNDS (on in
+  // unoptimized builds without NDEBUG; see core/config.hpp) integer coordinates are checked on the
+  // host too.
   template <class... C>
   TESSEL_HOST_DEVICE constexpr decltype(auto) operator()(C const&... c) const {
     if constexpr ((Slicer<C> || ...)) {
