@@ -14,11 +14,8 @@
 
 #include "../core/config.hpp"
 
-TESSEL_BEGIN_EIGEN_INCLUDE
-#include <Eigen/Core>
-TESSEL_END_EIGEN_INCLUDE
-
 #include "dense/blas.hpp"
+#include "dense/eigen_kernels.hpp"
 #include "dense/operands.hpp"
 #include "dense/transposed_pairs.hpp"
 #include "executors.hpp"
@@ -65,22 +62,6 @@ class SerialEigen {
   [[maybe_unused]] int saved_ = 1;
 };
 
-template <class T, bool RowMajor>
-using EigenMatrixMap = Eigen::Map<
-    std::conditional_t<std::is_const_v<T>,
-                       Eigen::Matrix<std::remove_const_t<T>, Eigen::Dynamic, Eigen::Dynamic,
-                                     RowMajor ? Eigen::RowMajor : Eigen::ColMajor> const,
-                       Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic,
-                                     RowMajor ? Eigen::RowMajor : Eigen::ColMajor>>,
-    Eigen::Unaligned, Eigen::OuterStride<>>;
-
-// Matrix b of m as an Eigen map of its own storage order.
-template <bool RowMajor, class T>
-EigenMatrixMap<T, RowMajor> eigen_map(MatrixBatch<T> const& m, index_t b) {
-  return EigenMatrixMap<T, RowMajor>(m.data + b * m.batch_stride, m.rows, m.cols,
-                                     Eigen::OuterStride<>(m.leading()));
-}
-
 // f(a_row_major, b_row_major) with both storage orders as compile-time constants.
 template <class F>
 void with_orders(bool a_row, bool b_row, F const& f) {
@@ -116,18 +97,9 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
         index_t const mat = task / tiles;
         index_t const first = task % tiles * tile;
         index_t const count = task % tiles + 1 < tiles ? tile : span - first;
-        auto cm = eigen_map<true>(c, mat);
-        auto am = eigen_map<decltype(a_row)::value>(a, a.batch == 1 ? 0 : mat);
-        auto bm = eigen_map<decltype(b_row)::value>(b, b.batch == 1 ? 0 : mat);
         index_t const i0 = by_cols ? 0 : first, h = by_cols ? m : count;
         index_t const j0 = by_cols ? first : 0, w = by_cols ? count : n;
-        auto out = cm.block(i0, j0, h, w);
-        if (k == 0) {
-          if (beta == T(0))
-            out.setZero();
-          else
-            out *= beta;
-        } else if (blas) {
+        if (blas && k > 0) {
 #if TESSEL_BLAS
           // The tile's first row of A and first column of B, whatever their storage order.
           T const* const a0 =
@@ -135,13 +107,12 @@ void host_gemm(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
           T const* const b0 =
               b.data + (b.batch == 1 ? 0 : mat) * b.batch_stride + j0 * b.col_stride;
           blas_gemm(!a.row_major(), !b.row_major(), h, w, k, alpha, a0, a.leading(), b0,
-                    b.leading(), beta, out.data(), c.row_stride);
+                    b.leading(), beta, c.data + mat * c.batch_stride + i0 * c.row_stride + j0,
+                    c.row_stride);
 #endif
-        } else if (beta == T(0)) {
-          out.noalias() = alpha * (am.middleRows(i0, h) * bm.middleCols(j0, w));
         } else {
-          if (beta != T(1)) out *= beta;
-          out.noalias() += alpha * (am.middleRows(i0, h) * bm.middleCols(j0, w));
+          eigen_gemm_tile<T, decltype(a_row)::value, decltype(b_row)::value>(c, a, b, mat, i0, j0,
+                                                                             h, w, alpha, beta);
         }
       }
     };
@@ -166,23 +137,17 @@ void host_syrk(int threads, MatrixBatch<T> const& c, MatrixBatch<T const> const&
   bool const blas =
       host_blas_v<T> && fits_blas_int(std::max({n, a.cols, c.leading(), a.leading()}));
   auto one = [&](index_t mat, auto a_row) {
-    auto cm = eigen_map<true>(c, mat);
+    T* const cm = c.data + mat * c.batch_stride;
     if (blas && a.cols > 0) {
 #if TESSEL_BLAS
       blas_syrk_lower(!a.row_major(), n, a.cols, alpha,
-                      a.data + (a.batch == 1 ? 0 : mat) * a.batch_stride, a.leading(), beta,
-                      cm.data(), c.row_stride);
+                      a.data + (a.batch == 1 ? 0 : mat) * a.batch_stride, a.leading(), beta, cm,
+                      c.row_stride);
 #endif
     } else {
-      if (beta == T(0))
-        cm.setZero();
-      else if (beta != T(1))
-        cm *= beta;
-      if (a.cols > 0)
-        cm.template selfadjointView<Eigen::Lower>().rankUpdate(
-            eigen_map<decltype(a_row)::value>(a, a.batch == 1 ? 0 : mat), alpha);
+      eigen_syrk_lower<T, decltype(a_row)::value>(c, a, mat, alpha, beta);
     }
-    mirror_lower_to_upper(cm, n);
+    mirror_lower_to_upper([&](index_t i, index_t j) -> T& { return cm[i * c.row_stride + j]; }, n);
   };
   auto run = [&](index_t begin, index_t end) {
     for (index_t mat = begin; mat < end; ++mat) {

@@ -15,30 +15,14 @@
 
 #include "../core/config.hpp"
 
-TESSEL_BEGIN_EIGEN_INCLUDE
-#include <Eigen/Eigenvalues>
-TESSEL_END_EIGEN_INCLUDE
-
 #include "dense.hpp"
+#include "dense/eigen_kernels.hpp"
 #include "dense/eigh_operands.hpp"
 #include "executors.hpp"
 
 namespace tessel::exec {
 
 namespace detail {
-
-// Matrix b of m: eigenvectors written back, eigenvalues into w, the solver's verdict returned.
-template <class T, bool RowMajor>
-int host_eigh_one(MatrixBatch<T> const& m, EigenvalueBatch<T> const& w, index_t b) {
-  using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
-  auto a = eigen_map<RowMajor>(m, b);
-  // Eigen reads the lower triangle of the matrix it is given, whatever its storage order.
-  Eigen::SelfAdjointEigenSolver<Matrix> solver(Matrix(a), Eigen::ComputeEigenvectors);
-  if (solver.info() != Eigen::Success) return 1;
-  a = solver.eigenvectors();
-  for (index_t i = 0; i < m.rows; ++i) w.at(b, i) = solver.eigenvalues()(i);
-  return 0;
-}
 
 #if TESSEL_BLAS
 // The same with the LAPACK solver on the matrix in place (exec/dense/blas.hpp), in either

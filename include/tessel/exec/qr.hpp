@@ -13,24 +13,13 @@
 
 #include "../core/config.hpp"
 
-TESSEL_BEGIN_EIGEN_INCLUDE
-#include <Eigen/QR>
-TESSEL_END_EIGEN_INCLUDE
-
 #include "dense.hpp"
+#include "dense/eigen_kernels.hpp"
 #include "executors.hpp"
 
 namespace tessel::exec {
 
 namespace detail {
-
-template <class T, bool RowMajor>
-void host_qr_one(MatrixBatch<T> const& m, index_t b) {
-  using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
-  auto a = eigen_map<RowMajor>(m, b);
-  Eigen::HouseholderQR<Matrix> qr(a);
-  a = qr.householderQ();
-}
 
 // "square matrices" sentence shared by the host and device primitives.
 template <class T>
