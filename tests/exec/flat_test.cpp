@@ -122,6 +122,45 @@ TEST(FlatPath, InPlaceAndOverlappingDestinations) {
     ASSERT_EQ(flat[static_cast<std::size_t>(i + 1)], before[static_cast<std::size_t>(i)] - 3.0f);
 }
 
+TEST(FlatPath, ElementwiseOverRows) {
+  using KnownRows = decltype(known_rows(static_cast<float*>(nullptr), 1, 1));
+  static_assert(flat_elementwise_v<KnownRows, tessel::detail::Map<ops::Add, Leaf, Leaf>>);
+  for (index_t rows : {1, 3, 40})
+    for (index_t n : {1, 7, 1000}) {
+      auto const a = values(rows * (n + 2), 10), v = values(n, 11), c = values(rows, 12);
+      // The rows of a are n + 2 apart (a column range of a wider matrix); v is read by every row,
+      // c (rows, 1) is broadcast along each row.
+      auto strided = [&](auto const* p) {
+        return make_tensor(p, make_layout(make_shape(rows, n), make_stride(n + 2, Int<1>{})));
+      };
+      auto strided_unknown = [&](auto const* p) {
+        return make_tensor(p, make_layout(make_shape(rows, n), make_stride(n + 2, index_t{1})));
+      };
+      std::vector<float> flat(static_cast<std::size_t>(rows * n)), nest(flat.size());
+      assign(known_rows(flat.data(), rows, n),
+             strided(a.data()) * known(v.data(), n) - known_rows(c.data(), rows, 1), exec::Auto{});
+      assign(unknown_rows(nest.data(), rows, n),
+             strided_unknown(a.data()) * unknown(v.data(), n) - unknown_rows(c.data(), rows, 1),
+             exec::Auto{});
+      EXPECT_TRUE(same_bits(flat, nest)) << rows << " x " << n;
+    }
+}
+
+TEST(FlatPath, RowsInPlaceAndOverlapping) {
+  index_t const rows = 6, n = 5;
+  auto flat = values(rows * n + n, 13), nest = flat;
+  assign(known_rows(flat.data(), rows, n), known_rows(flat.data(), rows, n) * 3.0f, exec::Auto{});
+  assign(unknown_rows(nest.data(), rows, n), unknown_rows(nest.data(), rows, n) * 3.0f,
+         exec::Auto{});
+  EXPECT_TRUE(same_bits(flat, nest));
+  // One row down: row r reads what row r - 1 is about to be written with.
+  auto const before = flat;
+  assign(known_rows(flat.data() + n, rows, n), known_rows(flat.data(), rows, n) + 1.0f,
+         exec::Auto{});
+  for (index_t i = 0; i < rows * n; ++i)
+    ASSERT_EQ(flat[static_cast<std::size_t>(i + n)], before[static_cast<std::size_t>(i)] + 1.0f);
+}
+
 TEST(FlatPath, ReductionsOverAVector) {
   for (index_t n : sizes) {
     auto const a = values(n, 6);

@@ -4,8 +4,9 @@
 //   vector    dst and every tensor operand are (n):(_1), a contiguous vector (the state of a
 //             Shampoo batch group, an FLCE row, any make_layout(make_shape(n))): one run of n
 //             elements, split over the executor's threads.
-//   rows      a reduction over mode 1 of operands (r, n):(s, _1) (or (n):(_1) read by every row)
-//             into an (r):(_1) vector: one run per row.
+//   rows      dst and every tensor operand are (r, n):(s, _1) (any make_layout(make_shape(r, n)))
+//             or (n):(_1) read by every row: one run per row; or a reduction over mode 1 of such
+//             operands into an (r):(_1) vector.
 //
 // The general path (host.hpp: bind, refine, coalesce, odometer, alias check) reaches the same
 // runs for such operands, through the same run functions (run_elementwise, reduce_run), so both
@@ -71,9 +72,13 @@ struct VectorLeaf : std::bool_constant<unit_vector_layout_v<L>> {};
 template <class L>
 struct RowsLeaf : std::bool_constant<unit_rows_layout_v<L> || unit_vector_layout_v<L>> {};
 
+// Elementwise into a vector from vectors, or into rows from rows and vectors (each row reading the
+// vector).
 template <class DV, class Node>
-inline constexpr bool flat_elementwise_v =
-    unit_vector_layout_v<view_layout_t<DV>>&& FlatTree<Node, VectorLeaf>::value;
+inline constexpr bool flat_elementwise_v = (unit_vector_layout_v<view_layout_t<DV>> &&
+                                            FlatTree<Node, VectorLeaf>::value) ||
+                                           (unit_rows_layout_v<view_layout_t<DV>> &&
+                                            FlatTree<Node, RowsLeaf>::value);
 
 // A reduction over every mode of a vector expression into one element, or over mode 1 of rows.
 template <class DV, class Node>
@@ -115,23 +120,23 @@ auto flat_eval(Node const& node, index_t rows, index_t inner) -> eval_t<Node, 1>
   }
 }
 
-// True when a leaf of ev overlaps the `count` elements of T at dst other than element for element
-// (the general path's needs_temporary, for one mode of unit stride): the pass then writes to a
-// temporary first. rows: the leaves' rows (a leaf spans its last row's end).
+// True when a leaf of ev overlaps the `span` elements of T at dst (rows dst_row apart) other than
+// element for element (the general path's needs_temporary): the pass then writes to a temporary
+// first. rows: the leaves' rows (a leaf spans its last row's end).
 template <class T, class Ev>
-bool flat_overlaps(Ev ev, T const* dst, index_t count, index_t rows, index_t inner,
+bool flat_overlaps(Ev ev, T const* dst, index_t span, index_t dst_row, index_t rows, index_t inner,
                    bool element_for_element_ok) {
   auto const* d_lo = reinterpret_cast<std::byte const*>(dst);
-  auto const* d_hi = d_lo + count * index_t(sizeof(T));
+  auto const* d_hi = d_lo + span * index_t(sizeof(T));
   bool overlap = false;
   ev.visit_leaves([&](auto const& leaf) {
     using E = typename std::remove_cvref_t<decltype(leaf)>::element_type;
-    index_t const span = (rows - 1) * leaf.stride[0] + (leaf.inner == 0 ? 1 : inner);
+    index_t const reach = (rows - 1) * leaf.stride[0] + (leaf.inner == 0 ? 1 : inner);
     auto const* lo = reinterpret_cast<std::byte const*>(leaf.ptr);
-    auto const* hi = lo + span * index_t(sizeof(E));
-    if (count == 0 || span == 0 || hi <= d_lo || d_hi <= lo) return;
+    auto const* hi = lo + reach * index_t(sizeof(E));
+    if (span == 0 || hi <= d_lo || d_hi <= lo) return;
     bool const same = element_for_element_ok && lo == d_lo && sizeof(E) == sizeof(T) &&
-                      leaf.inner == 1 && rows == 1;
+                      leaf.inner == 1 && (rows == 1 || leaf.stride[0] == dst_row);
     overlap = overlap || !same;
   });
   return overlap;
@@ -161,27 +166,45 @@ void densify_broadcasts(Ev& ev, index_t rows, index_t inner,
 
 // ---- passes ----
 
-// dst = node over a contiguous vector. @pre flat_elementwise_v<DV, Node>; node broadcasts to dst
+// dst = node over a contiguous vector, or over rows of unit stride (run by run, each run within a
+// row, the flat range of elements split over the executor's threads as the general path splits
+// it). @pre flat_elementwise_v<DV, Node>; node broadcasts to dst
 template <class DV, class Node, class X>
 void run_flat_elementwise(DV const& dst, Node const& node, X const& executor) {
   using T = std::remove_cv_t<typename DV::element_type>;
-  index_t const n = tessel::detail::logical_shape(dst)[0];
-  if (n == 0) return;
-  auto ev = flat_eval(node, 1, n);
-  bool const overlaps = flat_overlaps(ev, dst.data(), n, 1, n, true);
+  constexpr bool by_rows = tessel::detail::tensor_rank<DV>() == 2;
+  auto const shape = tessel::detail::logical_shape(dst);
+  index_t const rows = by_rows ? shape[0] : 1, n = shape[by_rows ? 1 : 0], total = rows * n;
+  if (total == 0) return;
+  index_t dst_row = n;
+  if constexpr (by_rows) dst_row = to_index(get<0>(dst.layout().stride()));
+  auto ev = flat_eval(node, rows, n);
+  bool const overlaps =
+      flat_overlaps(ev, dst.data(), (rows - 1) * dst_row + n, dst_row, rows, n, true);
   std::vector<std::unique_ptr<std::byte[]>> keep;
-  densify_broadcasts(ev, 1, n, keep);
-  int const threads = threads_for(executor, n);
-  auto pass = [&](T* out) {
-    DstEval<T, 1> const d{out, 1, {}};
-    bool const stream = streams_destination(n * index_t(sizeof(T)));
-    parallel_ranges(threads, n,
-                    [&](index_t begin, index_t end) { run_contiguous(d, ev, begin, end, stream); });
+  densify_broadcasts(ev, rows, n, keep);
+  int const threads = threads_for(executor, total);
+  bool const stream = streams_destination(total * index_t(sizeof(T)));
+  auto pass = [&](T* out, index_t out_row) {
+    parallel_ranges(threads, total, [&](index_t begin, index_t end) {
+      for (index_t i = begin; i < end;) {
+        index_t const r = i / n, c = i % n, len = std::min(n - c, end - i);
+        auto row = ev;
+        row.advance(0, r);
+        run_contiguous(DstEval<T, 1>{out + r * out_row, 1, {}}, row, c, c + len, stream);
+        i += len;
+      }
+    });
   };
-  // An operand overlapping dst other than element for element: through a temporary.
-  auto const tmp = std::make_unique<T[]>(static_cast<std::size_t>(overlaps ? n : 0));
-  pass(overlaps ? tmp.get() : dst.data());
-  if (overlaps) std::copy(tmp.get(), tmp.get() + n, dst.data());
+  if (!overlaps) {
+    pass(dst.data(), dst_row);
+    return;
+  }
+  // An operand overlapping dst other than element for element: through a compact temporary.
+  auto const tmp = std::make_unique<T[]>(static_cast<std::size_t>(total));
+  pass(tmp.get(), n);
+  for (index_t r = 0; r < rows; ++r)
+    std::copy(tmp.get() + r * n, tmp.get() + (r + 1) * n, dst.data() + r * dst_row);
 }
 
 // dst = Kind over node.input, a vector reduced to one element or rows reduced to a vector.
@@ -215,7 +238,7 @@ void run_flat_reduction(DV const& dst, Node const& node, X const& executor) {
   } else {
     index_t const rows = shape[0], inner = shape[1];
     auto ev = flat_eval(node.input, rows, inner);
-    bool const overlaps = flat_overlaps(ev, dst.data(), rows, rows, inner, false);
+    bool const overlaps = flat_overlaps(ev, dst.data(), rows, 1, rows, inner, false);
     std::vector<std::unique_ptr<std::byte[]>> keep;
     densify_broadcasts(ev, rows, inner, keep);
     auto pass = [&](T* out) {

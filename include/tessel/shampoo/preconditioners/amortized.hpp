@@ -16,9 +16,29 @@
 #include "../../expr/where.hpp"
 #include "../roots/batch.hpp"
 #include "../roots/status.hpp"
+#include "../step/factors.hpp"
 #include "kronecker_factors.hpp"
 
 namespace tessel::shampoo {
+
+// What the amortized work of a mode computes from: A = F / bias_correction2 (`in`) times the
+// per-slot trace scale max(trace(A), epsilon)^(-exponent) when trace_scaled (kept in g.per_slot),
+// times 1 otherwise (exact): one expression either way, so the roots and decompositions are
+// compiled once.
+template <class T, class X, class In>
+auto scaled_input(StepContext<T, X> const& c, GroupState<T, X>& g, index_t d, T const* factor,
+                  In const& in, StepScalars<T> const& s, bool trace_scaled) {
+  using B = exec::Memory<X>;
+  double* scale = g.per_slot.data();
+  if (trace_scaled)
+    stages::trace_scales(c.executor, factor, g.count, d, s.bias_correction2, c.options.epsilon,
+                         c.options.trace_scaling_exponent, scale);
+  else
+    assign(B::view(scale, make_layout(make_shape(g.count))), 1.0, c.executor);
+  auto const per_matrix =
+      make_layout(make_shape(g.count, d, d), make_stride(Int<1>{}, Int<0>{}, Int<0>{}));
+  return in * B::view(static_cast<double const*>(scale), per_matrix);
+}
 
 // compute(j, mode, in, out, out_eigenvalues, results): the family's new matrices of mode j for
 // every slot into out ((count, d, d) scratch) and, when the family keeps eigenvalues,

@@ -26,23 +26,6 @@ struct Decomposition {
   bool eigenvalues = false;   // the family keeps the eigenvalues (else only Q)
 };
 
-// A = F / bias_correction2 (`in`) as a warm-started decomposition sees it: times the per-slot
-// trace scale when trace_scaled (kept in g.per_slot), times 1 otherwise (exact).
-template <class T, class X, class In>
-auto decomposed_input(StepContext<T, X> const& c, GroupState<T, X>& g, index_t d, T const* factor,
-                      In const& in, StepScalars<T> const& s, bool trace_scaled) {
-  using B = exec::Memory<X>;
-  double* scale = g.per_slot.data();
-  if (trace_scaled)
-    stages::trace_scales(c.executor, factor, g.count, d, s.bias_correction2, c.options.epsilon,
-                         c.options.trace_scaling_exponent, scale);
-  else
-    assign(B::view(scale, make_layout(make_shape(g.count))), 1.0, c.executor);
-  auto const per_matrix =
-      make_layout(make_shape(g.count, d, d), make_stride(Int<1>{}, Int<0>{}, Int<0>{}));
-  return in * B::view(static_cast<double const*>(scale), per_matrix);
-}
-
 // The slots in `skip` keep their eigenvectors (m.matrices) and, when the family keeps eigenvalues,
 // take the estimate as their eigenvalues, whatever the computation said of them.
 template <class T, class X>
@@ -93,7 +76,7 @@ void decompose_mode(StepContext<T, X> const& c, GroupState<T, X>& g,
   if (ed.tolerance != 0.0 && ed.method == EigendecompositionMethod::eigh) {
     skip_estimate = B::template scratch<T>(c.executor, g.count * m.d);
     skip = eigh_estimates_within_tolerance<T>(
-        c.executor, decomposed_input(c, g, m.d, factor, in, s, how.trace_scaled),
+        c.executor, scaled_input(c, g, m.d, factor, in, s, how.trace_scaled),
         B::view(m.matrices.data(), layout), skip_estimate.data(), g.count, m.d, how.ridge,
         ed.tolerance);
   }
@@ -101,7 +84,7 @@ void decompose_mode(StepContext<T, X> const& c, GroupState<T, X>& g,
     // Warm start: the iteration refines the eigenvectors the state keeps.
     assign(B::view(out, layout), B::view(m.matrices.data(), layout), c.executor);
     auto lambda = B::template scratch<T>(c.executor, how.eigenvalues ? 0 : g.count * m.d);
-    qr_iteration<T>(c.executor, decomposed_input(c, g, m.d, factor, in, s, how.trace_scaled),
+    qr_iteration<T>(c.executor, scaled_input(c, g, m.d, factor, in, s, how.trace_scaled),
                     B::view(out, layout), how.eigenvalues ? out_eigenvalues : lambda.data(),
                     g.count, m.d, how.ridge, ed.max_iterations, ed.tolerance, results);
   } else {

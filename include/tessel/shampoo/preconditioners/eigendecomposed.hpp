@@ -69,17 +69,7 @@ struct Eigendecomposed {
                                                  out_eigenvalues, g.count, m.d, o.epsilon,
                                                  o.root.eigen, results);
                   };
-                  if (o.use_trace_scaling) {
-                    double* scale = g.per_slot.data();
-                    stages::trace_scales(c.executor, open.values[j], g.count, m.d,
-                                         sc.bias_correction2, o.epsilon, o.trace_scaling_exponent,
-                                         scale);
-                    auto const per_matrix = make_layout(make_shape(g.count, m.d, m.d),
-                                                        make_stride(Int<1>{}, Int<0>{}, Int<0>{}));
-                    compute(in * B::view(static_cast<double const*>(scale), per_matrix));
-                  } else {
-                    compute(in);
-                  }
+                  compute(scaled_input(c, g, m.d, open.values[j], in, sc, o.use_trace_scaling));
                 });
           });
     }

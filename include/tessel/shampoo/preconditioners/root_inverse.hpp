@@ -96,17 +96,7 @@ struct RootInv {
               inverse_roots<T>(c.executor, input_matrices, B::view(out, layout), g.count, m.d,
                                m.root, o.epsilon, o.root, results);
             };
-            if (o.use_trace_scaling) {
-              // Per slot: max(trace(F / bc2), epsilon)^(-exponent) over the matrix.
-              double* scale = g.per_slot.data();
-              stages::trace_scales(c.executor, open.values[j], g.count, m.d, sc.bias_correction2,
-                                   o.epsilon, o.trace_scaling_exponent, scale);
-              auto const per_matrix = make_layout(make_shape(g.count, m.d, m.d),
-                                                  make_stride(Int<1>{}, Int<0>{}, Int<0>{}));
-              compute(in * B::view(static_cast<double const*>(scale), per_matrix));
-            } else {
-              compute(in);
-            }
+            compute(scaled_input(c, g, m.d, open.values[j], in, sc, o.use_trace_scaling));
             // Packed state keeps a root's upper triangle: the root is made exactly
             // symmetric from it, so a saved and resumed optimizer steps as this one
             // does (and as Distributed Shampoo's packed roots step). Eigen roots

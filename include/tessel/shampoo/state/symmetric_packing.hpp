@@ -58,18 +58,18 @@ void mirror_upper_triangle(X const& x, V* full, index_t count, index_t d) {
     index_t const h = std::min(strip, d - r0);
     // Rows [r0, r0 + h), columns [0, r0): column strip [r0, r0 + h) of the rows above, transposed.
     if (r0 > 0)
-      assign(
-          B::view(full + r0 * d, make_layout(make_shape(count, h, r0), make_stride(d * d, d, 1))),
-          B::view(static_cast<V const*>(full) + r0,
-                  make_layout(make_shape(count, h, r0), make_stride(d * d, 1, d))),
-          x);
+      assign(B::view(full + r0 * d,
+                     make_layout(make_shape(count, h, r0), make_stride(d * d, d, Int<1>{}))),
+             B::view(static_cast<V const*>(full) + r0,
+                     make_layout(make_shape(count, h, r0), make_stride(d * d, 1, d))),
+             x);
     // Inside the diagonal tile: row r from column r above it.
     for (index_t r = r0 + 1; r < r0 + h; ++r)
-      assign(
-          B::view(full + r * d + r0, make_layout(make_shape(count, r - r0), make_stride(d * d, 1))),
-          B::view(static_cast<V const*>(full) + r0 * d + r,
-                  make_layout(make_shape(count, r - r0), make_stride(d * d, d))),
-          x);
+      assign(B::view(full + r * d + r0,
+                     make_layout(make_shape(count, r - r0), make_stride(d * d, Int<1>{}))),
+             B::view(static_cast<V const*>(full) + r0 * d + r,
+                     make_layout(make_shape(count, r - r0), make_stride(d * d, d))),
+             x);
   }
 }
 
@@ -81,9 +81,10 @@ void unpack_symmetric(X const& x, U const* packed, V* full, index_t count, index
   using B = exec::Memory<X>;
   index_t const p = packed_size(d);
   for (index_t i = 0; i < d; ++i)
-    assign(B::view(full + i * d + i, make_layout(make_shape(count, d - i), make_stride(d * d, 1))),
+    assign(B::view(full + i * d + i,
+                   make_layout(make_shape(count, d - i), make_stride(d * d, Int<1>{}))),
            B::view(packed + packed_index(d, i, i),
-                   make_layout(make_shape(count, d - i), make_stride(p, 1))),
+                   make_layout(make_shape(count, d - i), make_stride(p, Int<1>{}))),
            x);
   mirror_upper_triangle(x, full, count, d);
 }
@@ -95,8 +96,9 @@ void pack_symmetric(X const& x, V const* full, U* packed, index_t count, index_t
   index_t const p = packed_size(d);
   for (index_t i = 0; i < d; ++i)
     assign(B::view(packed + packed_index(d, i, i),
-                   make_layout(make_shape(count, d - i), make_stride(p, 1))),
-           B::view(full + i * d + i, make_layout(make_shape(count, d - i), make_stride(d * d, 1))),
+                   make_layout(make_shape(count, d - i), make_stride(p, Int<1>{}))),
+           B::view(full + i * d + i,
+                   make_layout(make_shape(count, d - i), make_stride(d * d, Int<1>{}))),
            x);
 }
 
