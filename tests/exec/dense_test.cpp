@@ -195,7 +195,7 @@ TEST(DenseGemm, EveryThreadCountGivesTheSameBits) {
 
 #if TESSEL_BLAS && defined(__x86_64__) && defined(__GNUC__)
 // Debian's OpenBLAS falls back to SSE kernels on x86 CPUs newer than it knows (Sapphire and
-// Emerald Rapids for 0.3.21); src/blas.cpp has it choose again while the program loads.
+// Emerald Rapids for 0.3.21); kernels/blas.cpp has it choose again while the program loads.
 TEST(HostBlas, RunsKernelsOfTheCpusWidestVectors) {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr)
     GTEST_SKIP() << "OPENBLAS_CORETYPE is set, so it chooses OpenBLAS's kernels";

@@ -1,6 +1,6 @@
 // exec::eigh on the host: eigenpairs of random symmetric matrices in either storage order (A q_j =
 // lambda_j q_j, orthonormal Q, ascending lambda), batches and single matrices, only the lower
-// triangle read, sizes around the LAPACK path's blocks of 64 reflectors (src/syevd.cpp), reflectors
+// triangle read, sizes around the LAPACK path's blocks of 64 reflectors (kernels/syevd.cpp), reflectors
 // that are the identity, repeated eigenvalues, matrices scaled into range as ?syevd does, every
 // executor giving the same bits, a failed solve reported per matrix in info without touching the
 // others, and the sentences for operands that do not fit.
@@ -151,7 +151,7 @@ double decompose_and_check(A const& a, index_t n, bool row_major, double tol) {
 }
 
 // The LAPACK path carries eigenvectors back through the tridiagonal reduction in blocks of 64
-// reflectors (src/syevd.cpp): one partial block, exactly one, one and one or two more, and
+// reflectors (kernels/syevd.cpp): one partial block, exactly one, one and one or two more, and
 // several with a partial last one, in both storage orders.
 TYPED_TEST(Eigh, MatricesSpanningSeveralReflectorBlocks) {
   using T = TypeParam;

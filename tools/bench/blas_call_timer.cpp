@@ -1,7 +1,7 @@
 // Wall time spent in the host's dense calls, per process: an LD_PRELOAD library that wraps the
-// float calls tessel::blas makes — LAPACK's ssytrd_, sstedc_ and slarft_ (src/syevd.cpp's
+// float calls tessel::blas makes — LAPACK's ssytrd_, sstedc_ and slarft_ (kernels/syevd.cpp's
 // eigensolver stages; ssyevd_ for builds before it), CBLAS's cblas_sgemm, cblas_ssyrk and
-// cblas_strmm (src/blas.cpp's products, and the eigensolver's back-transformation) — forwards each
+// cblas_strmm (kernels/blas.cpp's products, and the eigensolver's back-transformation) — forwards each
 // to the real one and prints the totals on exit. It answers "how much of this step is the
 // eigensolver, and which stage" where perf cannot unwind through OpenBLAS. Not built by CMake:
 //

@@ -139,7 +139,7 @@ void CombinedLinear<T>::backward(std::span<T const> input, std::span<T const> gr
 
 }  // namespace tessel::shampoo
 
-// tessel::shampoo_prebuilt (src/shampoo_prebuilt*.cpp) compiles both layers once.
+// tessel::shampoo_prebuilt (kernels/shampoo_prebuilt*.cpp) compiles both layers once.
 #if defined(TESSEL_SHAMPOO_PREBUILT)
 namespace tessel::shampoo {
 extern template class CombinedLinear<float>;

@@ -27,7 +27,7 @@ using DeviceShampoo = Shampoo<float, RuntimePlan, exec::Cuda>;
 }  // namespace tessel::shampoo
 
 // Compiled once in the project's tessel_shampoo_cuda_prebuilt library
-// (src/shampoo_cuda_prebuilt.cu), which its CUDA and NCCL tests link; other programs compile the
+// (kernels/shampoo_cuda_prebuilt.cu), which its CUDA and NCCL tests link; other programs compile the
 // step where they use it.
 #if defined(TESSEL_SHAMPOO_CUDA_PREBUILT)
 namespace tessel::shampoo {

@@ -1,9 +1,9 @@
 // The host BLAS and LAPACK behind exec::gemm, exec::syrk and exec::eigh. When tessel is configured
 // with them (CMake's TESSEL_BLAS, on when OpenBLAS is found), the tessel::tessel target defines
-// TESSEL_BLAS=1 and links tessel::blas, a small compiled library (src/blas.cpp) that makes these
+// TESSEL_BLAS=1 and links tessel::blas, a small compiled library (kernels/blas.cpp) that makes these
 // calls: a tile of a host product is one cblas_?gemm / cblas_?syrk call on its plain descriptors,
 // a symmetric eigendecomposition LAPACK's ?syevd stages (tridiagonal reduction, divide and
-// conquer) with tessel's blocked back-transformation (src/syevd.cpp). Otherwise, or for a
+// conquer) with tessel's blocked back-transformation (kernels/syevd.cpp). Otherwise, or for a
 // header-only use without CMake, Eigen computes them (exec/dense.hpp, exec/eigh.hpp). The BLAS's
 // own headers stay inside that library: OpenBLAS's cblas.h declares a global `bfloat16` (and other
 // names) that would collide with tessel's in user code.
@@ -41,7 +41,7 @@ constexpr bool fits_blas_syevd(index_t n, index_t lda) {
 
 // The name of the BLAS kernels this process runs (OpenBLAS's core, e.g. "SkylakeX"). Where
 // Debian's OpenBLAS falls back to SSE kernels on a newer x86 CPU, tessel has it choose the
-// kernels of the CPU's widest vectors while the program loads, quietly (src/blas.cpp says why);
+// kernels of the CPU's widest vectors while the program loads, quietly (kernels/blas.cpp says why);
 // OPENBLAS_CORETYPE, when set, decides instead.
 char const* blas_kernels();
 
@@ -69,7 +69,7 @@ void blas_syrk_lower(bool a_transposed, index_t n, index_t k, double alpha, doub
 // storage order. work and iwork are the calling thread's workspace, grown as needed. Returns
 // LAPACK's info (0: converged, > 0: did not converge). The eigenvalues are LAPACK ?syevd's; the
 // eigenvectors are carried back through the tridiagonal reduction in blocks of two GEMMs, where
-// LAPACK's form of that stage is ?syevd's slowest (src/syevd.cpp says why).
+// LAPACK's form of that stage is ?syevd's slowest (kernels/syevd.cpp says why).
 // @pre fits_blas_syevd(n, lda)
 int blas_syevd(bool row_major, index_t n, float* a, index_t lda, float* w, std::vector<float>& work,
                std::vector<int>& iwork);

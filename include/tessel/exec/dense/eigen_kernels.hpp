@@ -4,7 +4,7 @@
 // (exec/qr.hpp). Eigen's templates are most of a dense call's compile time (about 30 s of -O2 for
 // a Shampoo program's float and double products and eigensolvers, docs/benchmarks.md), so with
 // TESSEL_BLAS they are compiled once, for float and double, in the tessel::blas library
-// (src/eigen_kernels.cpp) that such a build links anyway, and declared extern here; a header-only
+// (kernels/eigen_kernels.cpp) that such a build links anyway, and declared extern here; a header-only
 // build without it compiles them where they are used.
 #pragma once
 
@@ -102,7 +102,7 @@ void host_qr_one(MatrixBatch<T> const& m, index_t b) {
 
 }  // namespace tessel::exec::detail
 
-// The instantiations the tessel::blas library compiles (src/eigen_kernels.cpp): declared extern
+// The instantiations the tessel::blas library compiles (kernels/eigen_kernels.cpp): declared extern
 // with TESSEL_BLAS.
 #define TESSEL_EIGEN_KERNELS(extern_, T)                                                           \
   namespace tessel::exec::detail {                                                                 \

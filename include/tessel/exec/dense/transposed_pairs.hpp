@@ -1,6 +1,6 @@
 // Cache-tiled traversals of the (i, j) / (j, i) element pairs of an n x n matrix, for the loops
 // that copy one into the other: a symmetric matrix's triangle mirrored onto the other one
-// (exec::syrk's result, LAPACK's input in src/syevd.cpp), a matrix stored transposed. Untiled,
+// (exec::syrk's result, LAPACK's input in kernels/syevd.cpp), a matrix stored transposed. Untiled,
 // one of the two accesses walks a column element by element, a new cache line per element, and a
 // 1024 x 1024 float matrix does not fit in L2 (mirroring one took 2.2 ms untiled, 0.8 ms in
 // tiles of 32 on an Intel Xeon). The tiles are 8 x 8: the rows of a 1024-wide float matrix are

@@ -1,6 +1,6 @@
 // tessel's float exp on the host, as numbers: the reduction, the polynomial and the range. The
 // host packets (exec/host/packet.hpp, at the width the build's flags give) and the run-time-chosen
-// row kernel (src/wide_exp.cpp, AVX-512 or AVX2 intrinsics) compute the same function from these.
+// row kernel (kernels/wide_exp.cpp, AVX-512 or AVX2 intrinsics) compute the same function from these.
 //
 //   exp(x) = 2^k exp(f),  k = round(x log2 e),  f = x - k ln 2 in [-ln2/2, ln2/2],
 //

@@ -2,7 +2,7 @@
 // when the program runs. tessel's host packets are Eigen's, whose width the compiler flags fix: a
 // build without -march runs SSE2 packets even on an AVX-512 CPU, and FLCE's row pass (an exp per
 // logit) then takes 3.5-4.7x the time of the same pass in AVX-512 (docs/benchmarks.md). This kernel
-// is compiled once into tessel::blas (src/wide_exp.cpp) in AVX-512 and AVX2+FMA forms, and runs
+// is compiled once into tessel::blas (kernels/wide_exp.cpp) in AVX-512 and AVX2+FMA forms, and runs
 // where the CPU has them and the translation unit's own packets are narrower; elsewhere the packets
 // run.
 #pragma once

@@ -1,5 +1,5 @@
 // tessel::blas: the host BLAS calls behind exec::gemm and exec::syrk (declared in
-// tessel/exec/dense/blas.hpp; exec::eigh's are in src/syevd.cpp), compiled once so that the BLAS's
+// tessel/exec/dense/blas.hpp; exec::eigh's are in kernels/syevd.cpp), compiled once so that the BLAS's
 // headers, which put names such as `bfloat16` in the global namespace, never reach a tessel user's
 // translation unit.
 #include <tessel/exec/dense/blas.hpp>

@@ -1,5 +1,5 @@
 // The widest SIMD vectors this CPU and its operating system support, for tessel::blas's two
-// run-time choices (src/blas.cpp: OpenBLAS's kernels; src/wide_exp.cpp: the softmax row's exp).
+// run-time choices (kernels/blas.cpp: OpenBLAS's kernels; kernels/wide_exp.cpp: the softmax row's exp).
 // Internal to that library: compiled with its flags, never installed.
 #pragma once
 
