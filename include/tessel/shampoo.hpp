@@ -1,9 +1,10 @@
-// tessel Shampoo: blocking plans, the optimizer, inverse roots, quantized factors and
-// CombinedLinear. tessel.hpp includes only the light part (plans, distribute_buffer_sizes,
-// options, utilities); the optimizer needs Eigen's eigensolver, so it comes with this header. The
-// state files (safetensors and nlohmann/json, 2 s of compile time) are not part of the step:
-// <tessel/shampoo/state/checkpoint.hpp> and <tessel/shampoo/distributed/checkpoint.hpp>.
-// The device optimizer is <tessel/shampoo/device_shampoo.cuh> (CUDA translation units).
+// tessel Shampoo: blocking plans, the optimizer with every preconditioner family, inverse roots,
+// quantized factors, CombinedLinear, and the state files of one optimizer (save_checkpoint,
+// load_checkpoint). tessel.hpp includes only the light part (plans, distribute_buffer_sizes,
+// options, utilities). A program compiles the families it names (Shampoo<float, Soap>), or every
+// family when it chooses at run time (Shampoo<float>); including all of them costs parsing only.
+// The distributed optimizer's files are <tessel/shampoo/distributed/checkpoint.hpp>; the device
+// optimizer is <tessel/shampoo/device_shampoo.cuh> (CUDA translation units).
 #pragma once
 
 #include "shampoo/combined_linear.hpp"
@@ -18,6 +19,7 @@
 #include "shampoo/plan/segments.hpp"
 #include "shampoo/plan/static_plan.hpp"
 #include "shampoo/roots/inverse_root.hpp"
+#include "shampoo/state/checkpoint.hpp"
 #include "shampoo/state/quantized.hpp"
 #include "shampoo/state/state_dict.hpp"
 #include "shampoo/utils.hpp"

@@ -65,6 +65,27 @@ TEST(ShampooCheckpoint, FileHoldsKeyPathsAndMetadata) {
   EXPECT_EQ(file.tensors.size(), opt.state_dict().size());
 }
 
+// The functions take any Shampoo: a family named at compile time over a static plan too (the
+// set-up docs/shampoo.md recommends), whose file a run-time-chosen optimizer loads.
+TEST(ShampooCheckpoint, AStaticPlanAndANamedFamilySaveAndLoad) {
+  TempDir dir;
+  constexpr auto plan = make_plan(plan_options(Int<4>{}, Int<1>{}, 1),
+                                  make_shape(Int<5>{}, Int<4>{}), make_shape(Int<2>{}));
+  Options o = checkpoint_options();
+  o.factor_matrix_dtype = DType::f32;
+  Shampoo<float, Soap, static_plan<plan>> opt(o);
+  std::vector<float> w(20, 1.0f), b(2, 0.0f), gw(20, 0.5f), gb{0.5f, -0.25f};
+  opt.step({w.data(), b.data()}, {gw.data(), gb.data()});
+  save_checkpoint(opt, dir / "soap.safetensors");
+  Shampoo<float, Soap, static_plan<plan>> again(o);
+  load_checkpoint(again, dir / "soap.safetensors");
+  EXPECT_TRUE(again.state_dict() == opt.state_dict());
+  o.preconditioner = PreconditionerType::eigenvalue_corrected;
+  Shampoo<float> chosen(plan, o);
+  load_checkpoint(chosen, dir / "soap.safetensors");
+  EXPECT_TRUE(chosen.state_dict() == opt.state_dict());
+}
+
 TEST(ShampooCheckpoint, RoundTripIsBitExact) {
   TempDir dir;
   auto opt = trained(4);

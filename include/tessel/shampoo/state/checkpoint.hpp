@@ -54,16 +54,17 @@ inline StateDict load_state(std::filesystem::path const& path) {
   return from_safetensors(read_safetensors(path));
 }
 
-// The optimizer's state in a safetensors file, with its step in the metadata.
-template <class T>
-void save_checkpoint(Shampoo<T> const& optimizer, std::filesystem::path const& path) {
+// The optimizer's state in a safetensors file, with its step in the metadata: any Shampoo, its
+// family named or chosen at run time, its plan static or not, on any executor.
+template <class T, class F, class P, class X>
+void save_checkpoint(BasicShampoo<T, F, P, X> const& optimizer, std::filesystem::path const& path) {
   save_state(path, optimizer.state_dict(), {{"step", std::to_string(optimizer.step_count())}});
 }
 
 // Loads a file written by save_checkpoint into an optimizer built with the same plan and options.
 // @post on any error the optimizer is unchanged
-template <class T>
-void load_checkpoint(Shampoo<T>& optimizer, std::filesystem::path const& path) {
+template <class T, class F, class P, class X>
+void load_checkpoint(BasicShampoo<T, F, P, X>& optimizer, std::filesystem::path const& path) {
   optimizer.load_state_dict(load_state(path));
 }
 
