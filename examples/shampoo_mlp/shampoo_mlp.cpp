@@ -26,7 +26,7 @@ constexpr auto plan = shampoo::make_plan(shampoo::plan_options(24_c, 1_c, 2),
 // (32, 17): rows [0, 24) [24, 32), all 17 columns; (4, 33): columns [0, 24) [24, 33).
 static_assert(plan.num_blocks() == 2 + 2);
 static_assert(plan.block_shape(1) == shampoo::Extents{8, 17});
-// Block 1's group is lowered with its block shape as constants: (count, _8, _17):(_136, _17, _1).
+// Block 1's group: its block shape as constants in the passes over its segments.
 static_assert(std::is_same_v<shampoo::group_block_t<shampoo::static_plan<plan>, 1>,
                              decltype(make_shape(Int<8>{}, Int<17>{}))>);
 

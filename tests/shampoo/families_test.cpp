@@ -14,6 +14,8 @@
 
 #include <tessel/shampoo/optimizer.hpp>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 using namespace tessel;
@@ -146,14 +148,7 @@ TEST(Families, TheRunTimeChoiceFollowsTheOptions) {
   EXPECT_EQ(index_of(PreconditionerType::sign_descent, true), 7u);
 }
 
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (Error const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_of;
 
 TEST(Families, OptionsMayNotContradictTheNamedFamily) {
   Options o;

@@ -64,6 +64,11 @@ std::vector<std::vector<float>> run(Opt& opt, int steps) {
   return params;
 }
 
+// Every pass over the parameters' blocks of a static plan runs over Int<> layouts; a run-time plan
+// shares one geometry.
+static_assert(std::is_same_v<segment_geometry_t<SP, 3>, S3>);
+static_assert(std::is_same_v<segment_geometry_t<RuntimePlan>, RuntimeSegment>);
+
 TEST(StaticPlan, RunsTheSameStepAsTheRunTimePlan) {
   Options o;
   o.grafting = adam_grafting();
@@ -75,6 +80,26 @@ TEST(StaticPlan, RunsTheSameStepAsTheRunTimePlan) {
   EXPECT_EQ(fixed.plan(), dynamic.plan());
   EXPECT_EQ(run(fixed, 4), run(dynamic, 4));
   EXPECT_EQ(fixed.state_dict(), dynamic.state_dict());
+}
+
+// The static segment passes with every option path: the plain update, L2 decay into the
+// gradient, iterate averaging, and Nesterov momentum with decoupled decay.
+TEST(StaticPlan, EveryUpdatePathRunsTheSameStepAsTheRunTimePlan) {
+  std::vector<Options> paths(4);
+  paths[1].weight_decay = 0.05;
+  paths[1].weight_decay_type = WeightDecayType::l2;
+  paths[2].averaging.type = AveragingType::schedule_free;
+  paths[2].weight_decay = 0.01;
+  paths[3].momentum = 0.5;
+  paths[3].use_nesterov = true;
+  paths[3].weight_decay = 0.01;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    paths[i].grafting = adagrad_grafting();
+    Shampoo<float, SP> fixed(paths[i]);
+    Shampoo<float> dynamic(plan, paths[i]);
+    EXPECT_EQ(run(fixed, 3), run(dynamic, 3)) << "path " << i;
+    EXPECT_EQ(fixed.state_dict(), dynamic.state_dict()) << "path " << i;
+  }
 }
 
 }  // namespace

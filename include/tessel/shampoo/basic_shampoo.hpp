@@ -78,36 +78,52 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     (std::make_index_sequence<P::num_segments>{});
   }
 
-  // A static plan gathers the gradient (without l2 decay) and applies the plain update (step()
-  // without momentum) with its segments' Int<> layouts: the passes that read and write the
-  // parameters' blocks, where constant strides pay. The rest (l2 decay, momentum,
-  // compute_updates) goes through the run-time geometry that every plan shares.
+  // Every pass over the parameters' blocks — the gathered gradient (with or without L2 decay),
+  // the update (plain, with momentum or Nesterov, decoupled decay, iterate averaging, or into a
+  // distributed step's updates) — runs over each segment's geometry: a static plan's Int<>
+  // layouts (static_segment_t), or the run-time geometry every run-time plan shares.
   void gather_segments(std::vector<T*> const& params, std::vector<T const*> const& grads,
                        StepScalars<T> const& s) override {
     if constexpr (is_static_plan_v<P>) {
-      if (s.l2 == T(0)) {
-        for_each_static_segment(
-            [&](Group& g, auto const& seg) { this->copy_gradient_segment(g, seg, grads); });
-        return;
-      }
+      for_each_static_segment([&](Group& g, auto const& seg) {
+        if (s.l2 == T(0))
+          this->copy_gradient_segment(g, seg, grads);
+        else
+          this->gather_segment(g, seg, params, grads, s);
+      });
+    } else {
+      this->gather_runtime_segments(params, grads, s);
     }
-    this->gather_runtime_segments(params, grads, s);
   }
   void update_segments(std::vector<T*> const& params, StepScalars<T> const& s,
                        std::vector<T*> const& direction, std::vector<T*> const& out,
                        bool into_updates, bool stage_momentum) override {
     if constexpr (is_static_plan_v<P>) {
-      if (!into_updates && this->options_.momentum == 0.0 && !this->averaging()) {
-        for_each_static_segment([&](Group& g, auto const& seg) {
-          auto const gi = static_cast<std::size_t>(&g - this->groups_.data());
-          if (direction[gi]) this->plain_update_segment(g, seg, params, s, direction[gi]);
-        });
-        return;
-      }
+      for_each_static_segment([&](Group& g, auto const& seg) {
+        auto const gi = static_cast<std::size_t>(&g - this->groups_.data());
+        if (direction[gi])
+          this->update_segment(g, seg, params, s, direction[gi], out[gi], into_updates,
+                               stage_momentum);
+      });
+    } else {
+      this->update_runtime_segments(params, s, direction, out, into_updates, stage_momentum);
     }
-    this->update_runtime_segments(params, s, direction, out, into_updates, stage_momentum);
   }
 };
+
+// The geometry a plan's segment S is moved with by every pass over the parameters' blocks: a
+// static plan's Int<> layouts (static_segment_t<P, S>), the shared run-time geometry otherwise.
+template <class P, std::size_t S = 0>
+struct segment_geometry {
+  using type = RuntimeSegment;
+};
+template <class P, std::size_t S>
+requires is_static_plan_v<P>
+struct segment_geometry<P, S> {
+  using type = static_segment_t<P, S>;
+};
+template <class P, std::size_t S = 0>
+using segment_geometry_t = typename segment_geometry<P, S>::type;
 
 namespace detail {
 

@@ -3,8 +3,8 @@
 // a run-time Plan, so each batch group's block shape and each segment's grid and parameter strides
 // reach the stage code as Int<> shapes (geometry.hpp) and the executors fold their index
 // arithmetic. RuntimePlan is the other choice: the same templates with index_t extents, for plans
-// computed at run time. group_layout_t<static_plan<plan>, G> names the layout group G's state is
-// lowered with.
+// computed at run time. group_layout_t<static_plan<plan>, G> names the layout of group G's state
+// in the passes over the parameters' blocks (basic_shampoo.hpp's segment_geometry_t).
 #pragma once
 
 #include <array>
@@ -85,9 +85,9 @@ constexpr static_segment_t<P, S> static_segment() {
   return out;
 }
 
-// The layout group G's state is lowered with: (count, block...) : (numel, block strides...), the
-// block extents and strides static for a static plan (count stays a run-time index_t, so groups of
-// one shape in different plans share their instantiations).
+// The layout of group G's state in the passes over segments: (count, block...) : (numel, block
+// strides...), the block extents and strides static for a static plan (count stays a run-time
+// index_t, so groups of one shape in different plans share their instantiations).
 template <class P, std::size_t G>
 requires is_static_plan_v<P>
 using group_layout_t = decltype(static_group_t<P, G>{}.state_layout());

@@ -22,6 +22,7 @@
 #include "../../expr/reduce.hpp"
 #include "../../tensor/views.hpp"
 #include "eigenvalue_corrected.hpp"
+#include "kl_estimate.hpp"
 
 namespace tessel::shampoo {
 
@@ -30,48 +31,34 @@ struct KlSoap : EigenvalueCorrected {
 
   template <class T, class X>
   struct State : EigenvalueCorrected::State<T, X> {
-    // Per mode: X_k (count, block...), for blocks of two or more rotated modes.
-    typename exec::Memory<X>::template Buffer<T> kl;
+    KlEstimate<T, X> kl;  // X_k per rotated mode (kl_estimate.hpp)
   };
 
   template <class T, class X>
   void init(StepContext<T, X> const& c, GroupState<T, X> const& g, State<T, X>& s) const {
     init_with(c, g, s, true);  // lambda starts at ones, Q at the identity
-    if (s.factors.modes.size() >= 2)
-      s.kl = exec::Memory<X>::template allocate<T>(g.count * g.numel *
-                                                   static_cast<index_t>(s.factors.modes.size()));
+    s.kl.allocate(g, s.factors);
   }
 
   template <class T, class X>
   T const* factor_input(GroupState<T, X> const& g, State<T, X> const& s, std::size_t j) const {
-    if (!s.kl.data()) return g.grad.data();
-    return s.kl.data() + static_cast<index_t>(j) * g.count * g.numel;
+    return s.kl.input(g, j);
   }
 
-  // X_k for every mode k, before the pre-check bounds what the factors accumulate.
+  // X_k for every mode k with P_i from the eigenbasis, before the pre-check bounds what the
+  // factors accumulate.
   template <class T, class X>
   void prepare_factor_inputs(StepContext<T, X> const& c, GroupState<T, X>& g,
                              State<T, X>& s) const {
-    using B = exec::Memory<X>;
-    if (!s.kl.data() || g.empty()) return;
-    auto const& modes = s.factors.modes;
-    std::vector<typename StepContext<T, X>::Scratch> roots;
-    for (auto const& m : modes) roots.push_back(kl_root(c, g, m));
-    index_t const n = g.count * g.numel;
-    T* buffers[2] = {g.search.data(), g.spare.data()};
-    for (std::size_t k = 0; k < modes.size(); ++k) {
-      T const* cur = g.grad.data();
-      std::size_t used = 0;
-      for (std::size_t j = 0; j < modes.size(); ++j) {
-        if (j == k) continue;
-        T* next = buffers[used++ % 2];
-        stages::mode_product(c.executor, cur, next, static_cast<T const*>(roots[j].data()), g.count,
-                             g.shape, modes[j].dim);
-        cur = next;
-      }
-      assign(B::view(s.kl.data() + static_cast<index_t>(k) * n, make_layout(make_shape(n))),
-             B::view(cur, make_layout(make_shape(n))), c.executor);
+    if (!s.kl.inputs.data() || g.empty()) return;
+    std::vector<typename StepContext<T, X>::Scratch> keep;
+    std::vector<T const*> roots;
+    keep.reserve(s.factors.modes.size());
+    for (auto const& m : s.factors.modes) {
+      keep.push_back(kl_root(c, g, m));
+      roots.push_back(keep.back().data());
     }
+    s.kl.compute(c, g, s.factors, roots);
   }
 
   // SOAP's accumulation with the KL inputs, and lambda estimated at every refresh.
