@@ -1,6 +1,8 @@
-// The `tessel shampoo` input checks the other CLI tests do not reach: each run must exit non-zero
-// with one sentence on stderr, nothing on stdout and no output file. Like cli_test.cpp, the tests
-// run the built CLI (build/bin/tessel) and skip, saying so, when it has not been built.
+// The `tessel shampoo` input checks the other CLI tests do not reach: each run must exit with
+// status 1 and one sentence on stderr, nothing on stdout and no output file, whether the library,
+// the CLI or CLI11's parser found the error. Like cli_test.cpp, the tests run the CLI of the same
+// build (<build>/bin/tessel, e.g. build/default/bin/tessel) and skip, saying so, when it has not
+// been built.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -14,6 +16,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
 
 #include <tessel/io/npy.hpp>
 
@@ -41,7 +45,7 @@ std::string failure_of(TempDir const& dir, std::string const& args,
   int const status = pclose(pipe);
   std::ifstream in(err_file);
   std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(status, 0) << args;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << args << ": status " << status;
   EXPECT_EQ(stdout_text, "") << args;
   EXPECT_FALSE(std::filesystem::exists(out)) << args << " wrote " << out;
   return err;
@@ -50,7 +54,7 @@ std::string failure_of(TempDir const& dir, std::string const& args,
 #define REQUIRE_TESSEL_CLI()                                 \
   if (!std::filesystem::exists(cli()))                       \
   GTEST_SKIP() << "the tessel CLI is not built at " << cli() \
-               << "; build the tessel_cli target (cmake --build build) to run this test"
+               << "; build it (cmake --build build/default --target tessel_cli) to run this test"
 
 template <class T>
 std::filesystem::path matrix(TempDir const& dir, std::string const& name, std::vector<T> values,
@@ -122,6 +126,30 @@ TEST(ShampooCliErrors, RunRejectsBadParametersAndOptions) {
             "tessel: eigendecomposition tolerance must be in [0, 1], got 2.\n");
   EXPECT_EQ(failure_of(dir, args(w, " --eigendecomposition qr --qr-max-iterations -2"), out),
             "tessel: eigendecomposition max_iterations must be >= 0, got -2.\n");
+}
+
+TEST(ShampooCliErrors, CommandLineMistakesExitOneWithOneSentence) {
+  // CLI11's errors exit 1 like every other (not CLI11's 106 for a missing option, 109 for an
+  // unexpected argument), as one sentence pointing to the command's help.
+  REQUIRE_TESSEL_CLI();
+  TempDir dir;
+  auto const out = dir / "W1.npy";
+  auto const w = matrix<float>(dir, "W.npy", std::vector<float>(6, 0.0f), 2);
+  std::array<std::int64_t, 3> gs{1, 2, 3};
+  write_npy(dir / "G.npy", std::span<std::int64_t const>(gs), std::vector<float>(6, 0.0f));
+  std::string const files = " --param " + w.string() + " --grads " + (dir / "G.npy").string();
+  EXPECT_EQ(failure_of(dir, "shampoo run" + files, out),
+            "tessel: --out is required; see tessel shampoo run --help.\n");
+  EXPECT_EQ(failure_of(dir, "shampoo run" + files + " --out " + out.string() + " --lr", out),
+            "tessel: --lr needs a value; see tessel shampoo run --help.\n");
+  EXPECT_EQ(failure_of(dir, "shampoo run" + files + " --out " + out.string() + " --bogus", out),
+            "tessel: The following argument was not expected: --bogus; see tessel shampoo run "
+            "--help.\n");
+  EXPECT_EQ(failure_of(dir, "shampoo run" + files + " --out " + out.string() + " --lr fast", out),
+            "tessel: --lr: \"fast\" is not a number.\n");
+  EXPECT_EQ(
+      failure_of(dir, "shampoo inv-root --input " + w.string() + " --out " + out.string(), out),
+      "tessel: --root is required; see tessel shampoo inv-root --help.\n");
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
+
 #include <tessel/io/npy.hpp>
 
 #include "support/temp_dir.hpp"
@@ -43,7 +45,8 @@ class FlceCli : public ::testing::Test {
     return path(name);
   }
 
-  // Runs tessel with `args`; returns the exit status, stderr in `err`.
+  // Runs tessel with `args`; returns its exit status (-1 if it did not exit), stderr in `err`,
+  // stdout in stdout.txt (read_text("stdout.txt")).
   int run(std::string const& args, std::string& err) {
     std::string const err_file = path("stderr.txt");
     std::string const command =
@@ -53,7 +56,7 @@ class FlceCli : public ::testing::Test {
     std::stringstream s;
     s << in.rdbuf();
     err = s.str();
-    return status;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
   std::vector<double> read(std::string const& name, std::vector<std::int64_t> expected_shape,
@@ -242,8 +245,9 @@ class FlceCliErrors : public FlceCli {
     int const status = run("flce " + args + " --loss-out " + path("out_loss.npy") +
                                " --grad-input-out " + path("out_dx.npy"),
                            err);
-    EXPECT_NE(status, 0);
+    EXPECT_EQ(status, 1);
     EXPECT_EQ(err, "tessel: " + message + "\n");
+    EXPECT_EQ(read_text("stdout.txt"), "");
     EXPECT_EQ(outputs_present(), std::vector<std::string>{"out_loss.npy"});
     std::ifstream in(path("out_loss.npy"));
     std::string content;
@@ -411,6 +415,34 @@ TEST_F(FlceCliErrors, BadValuesAndOptionsAreOneSentenceAndWriteNothing) {
                  "--loss-out and --z-loss-out name the same file " + path("out_loss.npy") + ".");
   expect_failure(common + path("y.npy") + " --dtype i32",
                  "--dtype: FLCE computes on f32, f64, f16 or bf16, not i32.");
+}
+
+TEST_F(FlceCliErrors, CommandLineMistakesExitOneWithOneSentence) {
+  // CLI11's errors (a missing option, a missing value, an unknown flag) exit 1 like the others,
+  // not with CLI11's own codes (106, 114, 109), and point to the command's help.
+  std::string const files = "--input " + x_ + " --weight " + w_ + " --target " + path("y.npy");
+  struct Case {
+    std::string args, message;
+  };
+  for (Case const& c :
+       {Case{"flce --weight " + w_ + " --target " + path("y.npy") + " --loss-out " +
+                 path("out_new.npy"),
+             "--input is required; see tessel flce --help."},
+        Case{"flce " + files + " --loss-out", "--loss-out needs a value; see tessel flce --help."},
+        Case{"flce " + files + " --loss-out " + path("out_new.npy") + " --bogus",
+             "The following argument was not expected: --bogus; see tessel flce --help."},
+        Case{"flce " + files + " --loss-out " + path("out_new.npy") + " --temperature 0",
+             "temperature must be finite and > 0, got 0."}}) {
+    SCOPED_TRACE(c.args);
+    std::string err;
+    EXPECT_EQ(run(c.args, err), 1);
+    EXPECT_EQ(err, "tessel: " + c.message + "\n");
+    EXPECT_EQ(read_text("stdout.txt"), "");
+    EXPECT_EQ(outputs_present(), std::vector<std::string>{"out_loss.npy"});
+  }
+  std::string err;
+  EXPECT_EQ(run("flce --help", err), 0);
+  EXPECT_NE(read_text("stdout.txt").find("--target-logprob-out"), std::string::npos);
 }
 
 }  // namespace
