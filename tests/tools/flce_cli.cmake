@@ -16,8 +16,12 @@ tessel_cli_test(plan_flce_bad_dtype "plan|flce|--bt|10|--hidden|4|--vocab|8|--dt
   STDERR "^tessel: --dtype: FLCE computes on f32, f64, f16 or bf16, not i8\\.\n$")
 tessel_cli_test(plan_flce_bad_device "plan|flce|--bt|10|--hidden|4|--vocab|8|--device|tpu"
   STDERR "^tessel: --device: \"tpu\" is not a device; use host or cuda\\.\n$")
-tessel_cli_test(flce_missing_loss_out "flce|--input|x.npy|--weight|w.npy|--target|t.npy"
-  STDERR "--loss-out is required")
+# Every --*-out is optional, but a run must ask for one (before any file is read).
+tessel_cli_test(flce_no_output "flce|--input|x.npy|--weight|w.npy|--target|t.npy"
+  STDERR "^tessel: no output asked for; give at least one of --loss-out, --z-loss-out, --grad-input-out, --grad-weight-out, --grad-bias-out, --lse-out, --target-logprob-out, --entropy-out, --argmax-out or --accuracy-out\\.\n$")
+tessel_cli_test(flce_missing_input "flce|--weight|w.npy|--target|t.npy|--loss-out|l.npy"
+  STDERR "^tessel: --input is required; see tessel flce --help\\.\n$")
+tessel_cli_test(flce_help "flce|--help" STDOUT_MATCH "--loss-out")
 
 add_executable(tessel_flce_cli_tests ${CMAKE_CURRENT_SOURCE_DIR}/flce_cli_test.cpp)
 target_link_libraries(tessel_flce_cli_tests PRIVATE tessel::tessel tessel_build_flags GTest::gtest_main)

@@ -1,6 +1,7 @@
 // `tessel flce` round trips: inputs written with write_npy, the CLI run as a user would run it,
-// its .npy outputs read back and compared with the float64 reference; and its failures: one
-// sentence on stderr, a non-zero exit status, and no output file left behind.
+// its .npy outputs read back and compared with the float64 reference, and the line of JSON it
+// prints saying what it wrote where; and its failures: one sentence on stderr, exit status 1,
+// nothing on stdout and no output file left behind.
 
 #include <gtest/gtest.h>
 
@@ -218,6 +219,54 @@ TEST_F(FlceCli, TakesFloat32InputsAndAPerRowGradOutputFile) {
   EXPECT_EQ(outputs_present().size(), 2u);  // no grad_input asked for, none written
 }
 
+TEST_F(FlceCli, PrintsWhatItWroteWhereAsOneLineOfJson) {
+  Problem const p = random_problem(8, 4, 6, 34u);
+  std::string const x = write<double>("x.npy", {8, 4}, p.x);
+  std::string const w = write<double>("w.npy", {6, 4}, p.w);
+  write_npy(path("y.npy"), std::vector<std::int64_t>{8}, p.target);
+  std::string err;
+  ASSERT_EQ(run("flce --input " + x + " --weight " + w + " --target " + path("y.npy") +
+                    " --reduction sum --dtype f64 --loss-out " + path("out_loss.npy") +
+                    " --grad-input-out " + path("out_dx.npy"),
+                err),
+            0)
+      << err;
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(read_text("stdout.txt"),
+            "{\"bt\": 8, \"dtype\": \"f64\", \"hidden\": 4, \"out\": "
+            "{\"grad_input\": \"" +
+                path("out_dx.npy") + "\", \"loss\": \"" + path("out_loss.npy") +
+                "\"}, \"reduction\": \"sum\", \"vocab\": 6}\n");
+}
+
+TEST_F(FlceCli, WritesPerTokenOutputsWithoutALossFile) {
+  // --loss-out is optional: log-probabilities and entropies alone, as an RL rollout wants them.
+  Problem const p = random_problem(9, 5, 7, 35u);
+  std::string const x = write<double>("x.npy", {9, 5}, p.x);
+  std::string const w = write<double>("w.npy", {7, 5}, p.w);
+  write_npy(path("y.npy"), std::vector<std::int64_t>{9}, p.target);
+  std::string err;
+  ASSERT_EQ(run("flce --input " + x + " --weight " + w + " --target " + path("y.npy") +
+                    " --temperature 0.7 --dtype f64 --target-logprob-out " + path("out_logp.npy") +
+                    " --entropy-out " + path("out_entropy.npy"),
+                err),
+            0)
+      << err;
+  auto present = outputs_present();
+  std::sort(present.begin(), present.end());
+  EXPECT_EQ(present, (std::vector<std::string>{"out_entropy.npy", "out_logp.npy"}));
+  ReferenceOptions o;
+  o.temperature = 0.7;
+  ReferenceResult const want = reference(p, o);
+  EXPECT_TRUE(all_close(read("out_logp.npy", {9}, DType::f64), want.target_logprob, 1e-10, 1e-9));
+  EXPECT_TRUE(all_close(read("out_entropy.npy", {9}, DType::f64), want.entropy, 1e-10, 1e-9));
+  EXPECT_EQ(read_text("stdout.txt"),
+            "{\"bt\": 9, \"dtype\": \"f64\", \"hidden\": 5, \"out\": "
+            "{\"entropy\": \"" +
+                path("out_entropy.npy") + "\", \"target_logprob\": \"" + path("out_logp.npy") +
+                "\"}, \"reduction\": \"mean\", \"vocab\": 7}\n");
+}
+
 // What io's reader says about a file, for the CLI errors that pass it on.
 std::string read_npy_error(std::string const& file) {
   try {
@@ -415,6 +464,16 @@ TEST_F(FlceCliErrors, BadValuesAndOptionsAreOneSentenceAndWriteNothing) {
                  "--loss-out and --z-loss-out name the same file " + path("out_loss.npy") + ".");
   expect_failure(common + path("y.npy") + " --dtype i32",
                  "--dtype: FLCE computes on f32, f64, f16 or bf16, not i32.");
+}
+
+TEST_F(FlceCliErrors, NoOutputAskedForIsRefusedNamingTheOutputOptions) {
+  std::string err;
+  EXPECT_EQ(run("flce --input " + x_ + " --weight " + w_ + " --target " + path("y.npy"), err), 1);
+  EXPECT_EQ(err,
+            "tessel: no output asked for; give at least one of --loss-out, --z-loss-out, "
+            "--grad-input-out, --grad-weight-out, --grad-bias-out, --lse-out, "
+            "--target-logprob-out, --entropy-out, --argmax-out or --accuracy-out.\n");
+  EXPECT_EQ(read_text("stdout.txt"), "");
 }
 
 TEST_F(FlceCliErrors, CommandLineMistakesExitOneWithOneSentence) {

@@ -1,7 +1,9 @@
 // `tessel plan flce` (the FLCE chunk plan as JSON) and `tessel flce` (the loss and gradients of
 // cross_entropy(input @ weight.T + bias, target) over .npy files, for cross-checking tessel
-// against PyTorch). Errors are one sentence; on any error no output file is left behind.
+// against PyTorch). Errors are one sentence; on any error no output file is left behind. A run
+// writes the outputs it is asked for (at least one) and prints one line of JSON saying where.
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -93,6 +95,27 @@ struct FlceOptions {
       target_logprob_out, entropy_out, argmax_out, accuracy_out;
   bool vocab_parallel = false;
 };
+
+// Each output: its name in the printed summary (flce::Outputs' member), its option and its path
+// ("" when not asked for).
+struct OutputFile {
+  char const* name;
+  char const* option;
+  std::string const* path;
+};
+
+std::vector<OutputFile> output_files(FlceOptions const& o) {
+  return {{"loss", "--loss-out", &o.loss_out},
+          {"z_loss", "--z-loss-out", &o.z_loss_out},
+          {"grad_input", "--grad-input-out", &o.grad_input_out},
+          {"grad_weight", "--grad-weight-out", &o.grad_weight_out},
+          {"grad_bias", "--grad-bias-out", &o.grad_bias_out},
+          {"lse", "--lse-out", &o.lse_out},
+          {"target_logprob", "--target-logprob-out", &o.target_logprob_out},
+          {"entropy", "--entropy-out", &o.entropy_out},
+          {"argmax", "--argmax-out", &o.argmax_out},
+          {"accuracy", "--accuracy-out", &o.accuracy_out}};
+}
 
 // A float32/float64 array of the given rank, read from `path` (named by `option` in errors).
 NpyArray read_float_array(std::string const& path, char const* option, std::size_t rank,
@@ -406,7 +429,8 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
                                                    ? std::vector<std::int64_t>{job.bt}
                                                    : std::vector<std::int64_t>{};
   OutputSet files;
-  files.add(o.loss_out, out_dtype, loss_shape, output_bytes<Out>(job.loss));
+  if (!o.loss_out.empty())
+    files.add(o.loss_out, out_dtype, loss_shape, output_bytes<Out>(job.loss));
   if (job.want_z_loss)
     files.add(o.z_loss_out, out_dtype, loss_shape, output_bytes<Out>(job.z_loss));
   if (job.want_grad_input)
@@ -429,6 +453,17 @@ void run_flce_typed(FlceOptions const& o, NpyArray const& x, NpyArray const& w,
   if (job.want_accuracy)
     files.add(o.accuracy_out, out_dtype, loss_shape, output_bytes<Out>(job.accuracy));
   files.commit();
+  // What was written where, as one line of JSON (the tool's convention for stdout).
+  nlohmann::json written = nlohmann::json::object();
+  for (OutputFile const& f : output_files(o))
+    if (!f.path->empty()) written[f.name] = *f.path;
+  std::cout << json_line({{"bt", job.bt},
+                          {"hidden", job.hidden},
+                          {"vocab", job.vocab},
+                          {"dtype", std::string(dtype_name(dtype_of_v<T>))},
+                          {"reduction", std::string(flce::reduction_name(job.reduction))},
+                          {"out", written}})
+            << '\n';
 }
 
 void run_flce(FlceOptions const& o) {
@@ -447,23 +482,22 @@ void run_flce(FlceOptions const& o) {
     throw_error(
         "--device cuda: this tessel was built without CUDA (configure with -DTESSEL_CUDA=ON).");
 #endif
+  // At least one output: a run that writes nothing computes for nothing.
+  std::vector<OutputFile> const outputs = output_files(o);
+  if (std::all_of(outputs.begin(), outputs.end(), [](auto const& f) { return f.path->empty(); })) {
+    std::string options;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (i > 0) options += i + 1 < outputs.size() ? ", " : " or ";
+      options += outputs[i].option;
+    }
+    throw_error(sentence("no output asked for; give at least one of ", options, "."));
+  }
   // Two options must not name the same file (the later would silently replace the earlier).
-  std::vector<std::pair<char const*, std::string const*>> const outputs = {
-      {"--loss-out", &o.loss_out},
-      {"--z-loss-out", &o.z_loss_out},
-      {"--grad-input-out", &o.grad_input_out},
-      {"--grad-weight-out", &o.grad_weight_out},
-      {"--grad-bias-out", &o.grad_bias_out},
-      {"--lse-out", &o.lse_out},
-      {"--target-logprob-out", &o.target_logprob_out},
-      {"--entropy-out", &o.entropy_out},
-      {"--argmax-out", &o.argmax_out},
-      {"--accuracy-out", &o.accuracy_out}};
   for (std::size_t i = 0; i < outputs.size(); ++i)
     for (std::size_t k = i + 1; k < outputs.size(); ++k)
-      if (!outputs[i].second->empty() && *outputs[i].second == *outputs[k].second)
-        throw_error(sentence(outputs[i].first, " and ", outputs[k].first, " name the same file ",
-                             *outputs[i].second, "."));
+      if (!outputs[i].path->empty() && *outputs[i].path == *outputs[k].path)
+        throw_error(sentence(outputs[i].option, " and ", outputs[k].option, " name the same file ",
+                             *outputs[i].path, "."));
 
   NpyArray const x = read_float_array(o.input, "--input", 2, "a 2-D (BT, H) array");
   NpyArray const w = read_float_array(o.weight, "--weight", 2, "a 2-D (V, H) array");
@@ -595,7 +629,8 @@ void add_flce_commands(CLI::App& app) {
   cmd->add_flag("--vocab-parallel", o->vocab_parallel,
                 "Under mpirun: split the classes evenly over the ranks (each reads the files and "
                 "holds its slice of --weight); rank 0 writes the outputs");
-  cmd->add_option("--loss-out", o->loss_out, "Loss .npy (shape () or (BT,))")->required();
+  cmd->add_option("--loss-out", o->loss_out,
+                  "Loss .npy (shape () or (BT,)); every --*-out is optional, but give one");
   cmd->add_option("--z-loss-out", o->z_loss_out, "z-loss part .npy");
   cmd->add_option("--grad-input-out", o->grad_input_out, "(BT, H) .npy");
   cmd->add_option("--grad-weight-out", o->grad_weight_out, "(V, H) .npy");
