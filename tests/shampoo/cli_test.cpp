@@ -1,7 +1,7 @@
 // The `tessel shampoo` commands on .npy files: inv-root of diag(1, 4), `run` equal bit for bit to
 // the library with the same options (the cross-check path against PyTorch), its state file, and
-// error sentences. The tests run the built CLI (build/bin/tessel) and skip, saying so, when it has
-// not been built.
+// error sentences. The tests run the CLI of the same build (<build>/bin/tessel, e.g.
+// build/default/bin/tessel) and skip, saying so, when it has not been built.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -51,7 +51,7 @@ Result run_cli(TempDir const& dir, std::string const& args) {
 #define REQUIRE_CLI()                                             \
   if (!std::filesystem::exists(cli_path()))                       \
   GTEST_SKIP() << "the tessel CLI is not built at " << cli_path() \
-               << "; build the tessel_cli target (cmake --build build) to run this test"
+               << "; build it (cmake --build build/default --target tessel_cli) to run this test"
 
 TEST(ShampooCli, InverseRootOfDiagonalOneFour) {
   REQUIRE_CLI();
@@ -109,8 +109,10 @@ TEST(ShampooCli, RunMatchesTheLibraryBitForBit) {
                             " --max-preconditioner-dim 4 --precondition-frequency 2"
                             " --grafting adam --factor-dtype f64");
   ASSERT_EQ(r.status, 0) << r.err;
+  // What was written where: the parameter and, with --save-state, the state file.
   EXPECT_EQ(r.out, "{\"dtype\": \"f64\", \"out\": \"" + (dir / "W1.npy").string() +
-                       "\", \"shape\": [6, 5], \"steps\": 4}\n");
+                       "\", \"shape\": [6, 5], \"state\": \"" +
+                       (dir / "state.safetensors").string() + "\", \"steps\": 4}\n");
 
   Options o;
   o.lr = 0.05;
@@ -189,7 +191,8 @@ TEST(ShampooCli, SeveralParametersEveryOptionAndAResumedRunMatchTheLibrary) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(r.out, "{\"dtype\": \"f64\", \"out\": [\"" + path("M0.npy") + "\", \"" +
-                       path("M1.npy") + "\"], \"shape\": [[3, 4], [3]], \"steps\": 2}\n");
+                       path("M1.npy") + "\"], \"shape\": [[3, 4], [3]], \"state\": \"" +
+                       path("half.safetensors") + "\", \"steps\": 2}\n");
   r = run_cli(dir, "shampoo run --param " + path("M0.npy") + " --param " + path("M1.npy") +
                        " --grads " + path("G0b.npy") + " --grads " + path("G1b.npy") + " --out " +
                        path("F0.npy") + " --out " + path("F1.npy") + " --load-state " +
@@ -465,6 +468,8 @@ TEST(ShampooCli, OptionsWithoutEffectAreWarnedAndStillRun) {
             "tessel: warning: grafting beta2 0.9 has no effect with sgd grafting (rmsprop and "
             "adam use it).\n");
   EXPECT_TRUE(std::filesystem::exists(dir / "W1.npy"));
+  EXPECT_EQ(r.out, "{\"dtype\": \"f32\", \"out\": \"" + (dir / "W1.npy").string() +
+                       "\", \"shape\": [2], \"steps\": 1}\n");  // no state file, no "state"
 }
 
 TEST(ShampooCli, SeveralParameterAndOverrideErrors) {

@@ -700,11 +700,13 @@ void run_shampoo(RunOptions const& r) {
     nlohmann::json shapes = nlohmann::json::array();
     for (auto const& w : in.params) shapes.push_back(w.shape);
     bool const one = results.size() == 1;
-    std::cout << json_line({{"steps", in.steps},
-                            {"shape", one ? shapes[0] : shapes},
-                            {"dtype", std::string(dtype_name(in.dtype))},
-                            {"out", one ? nlohmann::json(r.outs[0]) : nlohmann::json(r.outs)}})
-              << '\n';
+    nlohmann::json summary = {{"steps", in.steps},
+                              {"shape", one ? shapes[0] : shapes},
+                              {"dtype", std::string(dtype_name(in.dtype))},
+                              {"out", one ? nlohmann::json(r.outs[0]) : nlohmann::json(r.outs)}};
+    // What was written where: the state file too, when there is one.
+    if (!r.save_state.empty()) summary["state"] = r.save_state;
+    std::cout << json_line(summary) << '\n';
   };
   if (in.dtype == DType::f32)
     report(run_optimizer<float>(r, in, all, groups));
