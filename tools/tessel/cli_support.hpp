@@ -1,7 +1,8 @@
 // Shared pieces of the tessel CLI: parsing option values into integers and shapes with sentence
-// errors, and printing JSON on one line the way Python's json.dumps does.
+// errors, and printing JSON on one line the way Python's json.dumps does (or indented, on request).
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -128,6 +129,41 @@ inline void append_json(std::string& out, nlohmann::json const& j) {
 inline std::string json_line(nlohmann::json const& j) {
   std::string out;
   append_json(out, j);
+  return out;
+}
+
+// JSON over several lines, `indent` spaces per level (`--indent N`): a container of scalars stays
+// on one line as json_line writes it ("shape": [4, 3]); any other puts each member on a line.
+// @post parsing the result gives j (the same document as json_line(j))
+inline void append_json_indented(std::string& out, nlohmann::json const& j, std::size_t indent,
+                                 std::size_t depth) {
+  bool const flat = !j.is_structured() || std::none_of(j.begin(), j.end(), [](auto const& v) {
+    return v.is_structured();
+  });
+  if (flat) {
+    append_json(out, j);
+    return;
+  }
+  out += j.is_object() ? '{' : '[';
+  bool first = true;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out.append((depth + 1) * indent, ' ');
+    if (j.is_object()) {
+      out += nlohmann::json(it.key()).dump();
+      out += ": ";
+    }
+    append_json_indented(out, it.value(), indent, depth + 1);
+  }
+  out += '\n';
+  out.append(depth * indent, ' ');
+  out += j.is_object() ? '}' : ']';
+}
+
+inline std::string json_indented(nlohmann::json const& j, std::size_t indent) {
+  std::string out;
+  append_json_indented(out, j, indent, 0);
   return out;
 }
 

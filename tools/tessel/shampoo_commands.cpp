@@ -22,6 +22,7 @@
 #include <tessel/shampoo/optimizer.hpp>
 #include <tessel/shampoo/param_groups.hpp>
 #include <tessel/shampoo/plan.hpp>
+#include <tessel/shampoo/plan/print.hpp>
 
 #include "cli_support.hpp"
 #include "commands.hpp"
@@ -82,6 +83,8 @@ struct PlanShampooOptions {
   std::string target_dims = "1";
   std::string ranks = "1";
   std::string dtype = "f32";
+  std::string format = "json";
+  std::string indent;  // empty: the JSON on one line
 };
 
 void run_plan_shampoo(PlanShampooOptions const& o) {
@@ -92,8 +95,21 @@ void run_plan_shampoo(PlanShampooOptions const& o) {
   index_t const ranks = parse_integer(o.ranks, "--ranks");
   if (ranks < 1) detail::throw_error(detail::sentence("--ranks must be >= 1, got ", ranks, "."));
   DType const dtype = parse_dtype(o.dtype);
+  if (o.format != "json" && o.format != "table")
+    detail::throw_error(
+        detail::sentence("--format must be json or table, got \"", o.format, "\"."));
+  index_t const indent = o.indent.empty() ? -1 : parse_integer(o.indent, "--indent");
+  if (!o.indent.empty() && indent < 0)
+    detail::throw_error(detail::sentence("--indent must be >= 0, got ", indent, "."));
+  if (!o.indent.empty() && o.format == "table")
+    detail::throw_error(
+        detail::sentence("--indent ", indent, " applies to --format json, not table."));
   auto plan = shampoo::make_plan(
       shampoo::PlanOptions<index_t, index_t>{max_dim, target, ranks, dtype}, shapes);
+  if (o.format == "table") {  // the library's printer (shampoo/plan/print.hpp)
+    std::cout << plan << '\n';
+    return;
+  }
   nlohmann::json params = nlohmann::json::array();
   for (std::size_t p = 0; p < plan.num_params(); ++p) {
     nlohmann::json blocks = nlohmann::json::array();
@@ -116,13 +132,14 @@ void run_plan_shampoo(PlanShampooOptions const& o) {
   }
   nlohmann::json rank_bytes = nlohmann::json::array();
   for (index_t r = 0; r < ranks; ++r) rank_bytes.push_back(plan.rank_bytes(r));
-  std::cout << json_line({{"max_preconditioner_dim", inf_or_number(max_dim)},
-                          {"target_parameter_dimensionality", inf_or_number(target)},
-                          {"ranks", ranks},
-                          {"dtype", std::string(dtype_name(dtype))},
-                          {"num_blocks", plan.num_blocks()},
-                          {"params", params},
-                          {"rank_bytes", rank_bytes}})
+  nlohmann::json const out = {{"max_preconditioner_dim", inf_or_number(max_dim)},
+                              {"target_parameter_dimensionality", inf_or_number(target)},
+                              {"ranks", ranks},
+                              {"dtype", std::string(dtype_name(dtype))},
+                              {"num_blocks", plan.num_blocks()},
+                              {"params", params},
+                              {"rank_bytes", rank_bytes}};
+  std::cout << (indent < 0 ? json_line(out) : json_indented(out, static_cast<std::size_t>(indent)))
             << '\n';
 }
 
@@ -735,6 +752,13 @@ void add_shampoo_commands(CLI::App& app) {
       ->capture_default_str();
   ps_cmd->add_option("--dtype", ps->dtype, "Element type of the block buffers")
       ->capture_default_str();
+  ps_cmd
+      ->add_option("--format", ps->format,
+                   "json (one line) or table (the plan as std::cout << plan prints it: "
+                   "parameters and batch groups)")
+      ->capture_default_str();
+  ps_cmd->add_option("--indent", ps->indent,
+                     "With --format json: the same JSON over several lines, N spaces per level");
   ps_cmd->callback([ps] { run_plan_shampoo(*ps); });
 
   auto dist = std::make_shared<DistributeOptions>();
