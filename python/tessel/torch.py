@@ -255,7 +255,8 @@ class Shampoo(torch.optim.Optimizer):
     "l2", "corrected" or "independent". The preconditioner configs' settings:
     ``inverse_exponent_override`` ({order: exponent or {dim: exponent}}), ``use_trace_scaling``,
     ``trace_scaling_exponent``, ``drop_weighting_factor_on_gsquare``,
-    ``num_tolerated_failed_amortized_computations``, ``kl_shampoo`` (the KL configs),
+    ``num_tolerated_failed_amortized_computations``, ``kl_shampoo`` (the KL configs; with
+    "eigenvalue_corrected", KL-SOAP: docs/shampoo.md),
     ``ignored_basis_change_dims`` ({order: [dims]}, eigenvalue-corrected),
     ``keep_rotated_filtered_grad`` (eigenvalue-corrected, tessel's: docs/shampoo.md),
     ``eigendecomposition``

@@ -536,7 +536,7 @@ void add_step_options(CLI::App& cmd, RunOptions& run) {
       ->capture_default_str();
   cmd.add_flag("--kl-shampoo", run.kl,
                "KL-Shampoo: each factor accumulates the gradient preconditioned along the "
-               "other modes (shampoo, eigendecomposed)");
+               "other modes (shampoo, eigendecomposed; with eigenvalue-corrected: KL-SOAP)");
   cmd.add_option("--newton-schulz-iterations", run.ns_iterations)->capture_default_str();
   cmd.add_flag("--drop-weighting-factor-on-gsquare", run.drop_weighting,
                "Factors gain G G^T, not (1 - beta2) G G^T, and no bias correction");
