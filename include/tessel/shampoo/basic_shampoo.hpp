@@ -10,7 +10,7 @@
 // So Shampoo<float> is Distributed Shampoo with its family chosen by Options, and
 // Shampoo<float, Soap, static_plan<plan>> is SOAP over a plan the compiler computed, which
 // compiles SOAP's code and nothing of the other families. BasicShampoo<T, F, P, X> is the class
-// these name: ShampooStep<T, F, X> (step/family_step.hpp) and the passes over the plan's
+// these name: ShampooStep<T, F, X> (compose/shampoo_step.hpp) and the passes over the plan's
 // segments, which a static plan instantiates with its segments' Int<> layouts.
 #pragma once
 
@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "../exec/executors.hpp"
+#include "compose/shampoo_step.hpp"
 #include "plan/geometry.hpp"
 #include "plan/plan.hpp"
 #include "plan/segments.hpp"
 #include "plan/static_plan.hpp"
-#include "step/family_step.hpp"
 
 namespace tessel::shampoo {
 

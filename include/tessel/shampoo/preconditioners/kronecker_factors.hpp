@@ -26,9 +26,9 @@
 #include "../state/state_dict.hpp"
 #include "../state/symmetric_packing.hpp"
 #include "../step/bounds.hpp"
+#include "../step/context.hpp"
 #include "../step/factors.hpp"
 #include "../step/scalars.hpp"
-#include "context.hpp"
 
 namespace tessel::shampoo {
 

@@ -25,7 +25,7 @@
 //   factor_input(g, s, j)             where factor j's input is (default: the gradient)
 //   invalidate(s)                     state derived from other state is stale (a loaded state, a
 //                                     block skipped this step)
-// c is the StepContext (context.hpp), g the group's shared state (state/group_state.hpp).
+// c is the StepContext (step/context.hpp), g the group's shared state (state/group_state.hpp).
 #pragma once
 
 #include <concepts>
@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "../../core/dtype.hpp"
+#include "../step/context.hpp"
 #include "../step/scalars.hpp"
-#include "context.hpp"
 #include "kronecker_factors.hpp"
 
 namespace tessel::shampoo {

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "../../expr/math.hpp"
-#include "context.hpp"
+#include "../step/context.hpp"
 
 namespace tessel::shampoo {
 

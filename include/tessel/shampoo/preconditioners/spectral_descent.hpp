@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "../step/context.hpp"
 #include "../step/orthogonalize.hpp"
-#include "context.hpp"
 
 namespace tessel::shampoo {
 

@@ -1,13 +1,13 @@
-// ShampooStep's step (declared in family_step.hpp): the pre-check, the accumulation and the update,
-// out of the class so that a translation unit that declares an instantiation extern compiles none
-// of them.
+// ShampooStep's step (declared in shampoo_step.hpp): the pre-check, the accumulation and the
+// update, out of the class so that a translation unit that declares an instantiation extern
+// compiles none of them.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "family_step.hpp"
+#include "shampoo_step.hpp"
 
 namespace tessel::shampoo {
 

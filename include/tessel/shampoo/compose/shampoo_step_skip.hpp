@@ -1,12 +1,12 @@
-// ShampooStep's parameters without a gradient (declared in family_step.hpp): their blocks step on a
-// zero gradient with the others, then get back what they held, so that their state and values stay
-// as they were, as Distributed Shampoo leaves them out of its step.
+// ShampooStep's parameters without a gradient (declared in shampoo_step.hpp): their blocks step on
+// a zero gradient with the others, then get back what they held, so that their state and values
+// stay as they were, as Distributed Shampoo leaves them out of its step.
 #pragma once
 
 #include <algorithm>
 #include <vector>
 
-#include "family_step.hpp"
+#include "shampoo_step.hpp"
 
 namespace tessel::shampoo {
 

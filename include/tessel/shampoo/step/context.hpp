@@ -17,7 +17,7 @@
 #include "../options.hpp"
 #include "../plan/plan.hpp"
 #include "../state/group_state.hpp"
-#include "../step/bounds.hpp"
+#include "bounds.hpp"
 
 namespace tessel::shampoo {
 

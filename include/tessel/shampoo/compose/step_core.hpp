@@ -26,13 +26,13 @@
 #include "../plan/geometry.hpp"
 #include "../plan/plan.hpp"
 #include "../plan/segments.hpp"
-#include "../preconditioners/context.hpp"
 #include "../state/group_state.hpp"
 #include "../state/state_dict.hpp"
 #include "../state/symmetric_packing.hpp"
-#include "grafting.hpp"
-#include "scalars.hpp"
-#include "stages.hpp"
+#include "../step/context.hpp"
+#include "../step/grafting.hpp"
+#include "../step/scalars.hpp"
+#include "../step/stages.hpp"
 
 namespace tessel::shampoo {
 
@@ -415,7 +415,7 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
     return k;
   }
 
-  // ---- state dictionaries (core_state.hpp) ----
+  // ---- state dictionaries (step_core_state.hpp) ----
   // each(gi, f) calls f(StateBuffer) for every buffer of group gi that a state dictionary holds,
   // the family's and for_each_core_buffer's, in one fixed order.
 
@@ -454,4 +454,4 @@ requires(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
 
 }  // namespace tessel::shampoo
 
-#include "core_state.hpp"
+#include "step_core_state.hpp"

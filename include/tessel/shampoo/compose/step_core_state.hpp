@@ -1,4 +1,4 @@
-// StepCore's state dictionaries and eval()/train() (declared in core.hpp): Distributed Shampoo's
+// StepCore's state dictionaries and eval()/train() (declared in step_core.hpp): Distributed Shampoo's
 // key paths around the buffers a step names, [p, "step"]; [p, "block_i", tail...] for every buffer
 // of every slot; [p, "lr_sum" | "train_mode"] with iterate averaging. The same keys, dtypes and
 // bytes on every executor: a device run saves, and resumes from, a host run's state. A symmetric
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core.hpp"
+#include "step_core.hpp"
 
 namespace tessel::shampoo {
 

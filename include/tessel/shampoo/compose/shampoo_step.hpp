@@ -1,5 +1,5 @@
 // ShampooStep<T, F, X>: a Shampoo step with preconditioner family F (preconditioners/): the
-// family-independent half StepCore<T, X> (core.hpp) composed with F at compile time, so that a
+// family-independent half StepCore<T, X> (step_core.hpp) composed with F at compile time, so that a
 // program instantiates the one family it names. The step, in order:
 //   1. checks (before anything is written): finite gradients, gathered into each group's slots;
 //      the family prepares what its factors accumulate; the overflow pre-check (step/bounds.hpp);
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "../preconditioners/preconditioner.hpp"
-#include "core.hpp"
+#include "step_core.hpp"
 
 namespace tessel::shampoo {
 
@@ -170,8 +170,8 @@ class ShampooStep : public StepCore<T, X> {
 
   // ---- state ----
 
-  // The state under Distributed Shampoo's key paths (step/core_state.hpp); the family's buffers
-  // under the keys its header names (e.g. [p, "block_i", "shampoo", "factor_matrices", j]).
+  // The state under Distributed Shampoo's key paths (compose/step_core_state.hpp); the family's
+  // buffers under the keys its header names (e.g. [p, "block_i", "shampoo", "factor_matrices", j]).
   StateDict state_dict() const;
 
   // Replaces the state by `state`, which must hold exactly the keys state_dict() would, with the
@@ -226,7 +226,7 @@ class ShampooStep : public StepCore<T, X> {
   index_t check_state_dict(StateDict const& state) const;
   void assign_state_dict(StateDict const& state, index_t step);
 
-  // ---- the step (family_step_run.hpp) ----
+  // ---- the step (shampoo_step_run.hpp) ----
 
   // The first block (in plan order) whose step failed, and the error.
   struct BlockFailure {
@@ -282,7 +282,7 @@ class ShampooStep : public StepCore<T, X> {
   // rescale, or 1). Returns where the direction is.
   T* search_direction(std::size_t gi, StepScalars<T> const& s);
 
-  // ---- parameters without a gradient (family_step_skip.hpp) ----
+  // ---- parameters without a gradient (shampoo_step_skip.hpp) ----
 
   // What the blocks of the parameters without a gradient held before a step. Distributed Shampoo
   // leaves those blocks out of its step; tessel steps a group's blocks as one batch, so it runs
@@ -336,6 +336,6 @@ class ShampooStep : public StepCore<T, X> {
 
 }  // namespace tessel::shampoo
 
-#include "family_step_run.hpp"
-#include "family_step_skip.hpp"
-#include "family_step_state.hpp"
+#include "shampoo_step_run.hpp"
+#include "shampoo_step_skip.hpp"
+#include "shampoo_step_state.hpp"

@@ -1,9 +1,9 @@
-// ShampooStep's construction and state dictionaries (declared in family_step.hpp): the family's
+// ShampooStep's construction and state dictionaries (declared in shampoo_step.hpp): the family's
 // state beside the groups' shared state, and the family's buffers saved and loaded with the shared
-// ones (step/core_state.hpp).
+// ones (compose/step_core_state.hpp).
 #pragma once
 
-#include "family_step.hpp"
+#include "shampoo_step.hpp"
 
 namespace tessel::shampoo {
 
