@@ -162,6 +162,13 @@ TEST(Families, OptionsMayNotContradictTheNamedFamily) {
   EXPECT_EQ(error_of([&] { Shampoo<float, RootInv> opt(plan, o); }),
             "the options set kl_shampoo but this optimizer's family (shampoo) has no KL factor "
             "estimate; name KlShampoo<...> or KlSoap.");
+  // Inspection asks for a mode a block has, or is told how many it has.
+  Shampoo<float, SignDescent> sign(plan, Options{});
+  EXPECT_EQ(error_of([&] { (void)sign.factor_matrix(0, 0); }),
+            "block 0 has 0 preconditioned modes (factor matrices); there is no factor matrix 0.");
+  Shampoo<float, RootInv> root(plan, Options{});
+  EXPECT_EQ(error_of([&] { (void)root.inverse_root(1, 2); }),
+            "block 1 has 2 preconditioned modes (factor matrices); there is no factor matrix 2.");
   // The default preconditioner takes the family's name; so does the optimizer's options().
   Shampoo<float, Soap> soap(plan, Options{});
   EXPECT_EQ(soap.options().preconditioner, PreconditionerType::eigenvalue_corrected);

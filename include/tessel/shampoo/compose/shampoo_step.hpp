@@ -220,7 +220,7 @@ class ShampooStep : public StepCore<T, X> {
     this->for_each_core_buffer(g, f);
   }
   auto each_buffer() const {
-    return [this](std::size_t gi, auto&& f) { for_each_state_buffer(gi, f); };
+    return [this](std::size_t gi, auto&& f) { this->for_each_state_buffer(gi, f); };
   }
 
   index_t check_state_dict(StateDict const& state) const;
