@@ -3,6 +3,7 @@
 // same templates with index_t, and the same bits from every host executor and thread count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -12,12 +13,14 @@
 
 #include "flce/harness.hpp"
 #include "flce/reference.hpp"
+#include "support/error_of.hpp"
 
 namespace {
 
 using namespace tessel;
 using namespace tessel::flce;
 using namespace tessel::flce::test;
+using tessel::test::error_of;
 
 template <class T, class... Extents>
 using View = decltype(make_tensor(std::declval<T const*>(), make_shape(Extents{}...)));
@@ -46,6 +49,15 @@ static_assert(std::is_empty_v<StaticPlan>);
 static_assert(
     std::is_same_v<lowered_t<StaticX, StaticW, StaticY, exec::Auto>::row_body, Static::row_body>);
 
+// The host's one-exp row pass (flce/host_rows.hpp) keeps V static down to its exp and scale loops.
+static_assert(std::is_same_v<Static::host_row_pass::vocab_type, Int<40>>);
+
+// A plan given to forward with a static chunk size: the loop it runs is instantiated from it.
+using StaticChunk8 = decltype(make_plan(Int<24>{}, Int<8>{}, Int<40>{}, Int<8>{}));
+static_assert(std::is_same_v<StaticChunk8, StaticFlcePlan<24, 8, 40, 8>>);
+static_assert(std::is_same_v<decltype(StaticChunk8::rows_per_chunk()), Int<8>>);
+static_assert(std::is_same_v<decltype(StaticChunk8::chunk_count()), Int<3>>);
+
 // 16-bit storage on the host: Eigen multiplies f32 copies, and the gradient overwrites the f32
 // logits in place.
 using Static16 = lowered_t<View<bfloat16, Int<24>, Int<8>>, View<bfloat16, Int<40>, Int<8>>,
@@ -61,6 +73,7 @@ static_assert(std::is_same_v<Dynamic::plan_type, FlcePlan>);
 static_assert(std::is_same_v<decltype(Dynamic::plan_type{}.vocab_extent()), index_t>);
 static_assert(std::is_same_v<decltype(Dynamic::plan_type{}.chunk_count()), index_t>);
 static_assert(std::is_same_v<Dynamic::row_body::vocab_type, index_t>);
+static_assert(std::is_same_v<Dynamic::host_row_pass::vocab_type, index_t>);
 // One run-time extent is enough to make the plan a run-time one.
 static_assert(std::is_same_v<lowered_t<View<float, Int<24>, Int<8>>, View<float, index_t, Int<8>>,
                                        StaticY, exec::Serial>::plan_type,
@@ -129,6 +142,71 @@ TEST(FlceChunkLoop, AForcedChunkSizeOnStaticShapesGivesTheStaticResults) {
   EXPECT_EQ(static_plan, FlcePlan(StaticPlan{}));
   EXPECT_EQ(forced_plan, static_plan);
   EXPECT_EQ(forced_results, static_results);
+}
+
+// forward(plan, ...): a static plan with a forced chunk size (8 rows, not the heuristic's 2) gives
+// the bits of the same chunk size forced at run time, on static and on run-time shapes; a plan
+// for other shapes, and a chunk_size that contradicts the plan's, are refused before anything is
+// written.
+TEST(FlceChunkLoop, AStaticPlanWithItsOwnChunkSizeGivesTheRunTimeChunkSizesBits) {
+  Problem const p = random_problem(24, 8, 40, 13u, true, true, 0.2);
+  auto x = to_storage<float>(p.x), w = to_storage<float>(p.w), b = to_storage<float>(p.bias);
+  auto const sx = make_tensor(x.data(), make_shape(Int<24>{}, Int<8>{}));
+  auto const sw = make_tensor(w.data(), make_shape(Int<40>{}, Int<8>{}));
+  auto const sy = make_tensor(p.target.data(), make_shape(Int<24>{}));
+  auto const dx_ = make_tensor(x.data(), make_shape(index_t{24}, index_t{8}));
+  auto const dw_ = make_tensor(w.data(), make_shape(index_t{40}, index_t{8}));
+  auto const dy_ = make_tensor(p.target.data(), make_shape(index_t{24}));
+  std::vector<float> loss(1), dx(24 * 8), dw(40 * 8);
+  auto outputs = [&] {
+    std::fill(dx.begin(), dx.end(), -1.0f);
+    std::fill(dw.begin(), dw.end(), -1.0f);
+    loss[0] = -1.0f;
+    return Outputs<float>{.loss = make_tensor(loss.data(), make_shape(1)),
+                          .grad_input = make_tensor(dx.data(), make_shape(24, 8)),
+                          .grad_weight = make_tensor(dw.data(), make_shape(40, 8))};
+  };
+  auto results = [&] { return std::vector<std::vector<float>>{loss, dx, dw}; };
+  Options<float> const bias{.bias = make_tensor(b.data(), make_shape(40))};
+  Options<float> forced = bias;
+  forced.chunk_size = 8;
+
+  FlcePlan const runtime_plan = forward(sx, sw, sy, forced, outputs());
+  auto const runtime_results = results();
+  EXPECT_EQ(runtime_plan, FlcePlan(StaticChunk8{}));
+  EXPECT_EQ(forward(StaticChunk8{}, sx, sw, sy, bias, outputs()), runtime_plan);
+  EXPECT_EQ(results(), runtime_results);
+  // The plan's own chunk size repeated in the options is no contradiction.
+  EXPECT_EQ(forward(StaticChunk8{}, sx, sw, sy, forced, outputs()), runtime_plan);
+  EXPECT_EQ(results(), runtime_results);
+  // A static plan over run-time shapes, and a run-time plan: the same bits.
+  EXPECT_EQ(forward(StaticChunk8{}, dx_, dw_, dy_, bias, outputs()), runtime_plan);
+  EXPECT_EQ(results(), runtime_results);
+  EXPECT_EQ(forward(FlcePlan(StaticChunk8{}), dx_, dw_, dy_, bias, outputs()), runtime_plan);
+  EXPECT_EQ(results(), runtime_results);
+
+  auto const untouched = [&] {
+    auto const o = outputs();
+    return std::pair(o, results());
+  };
+  {
+    auto const [o, before] = untouched();
+    auto const other = make_plan(index_t{24}, index_t{8}, index_t{41}, index_t{8});
+    EXPECT_EQ(
+        error_of([&] { forward(other, dx_, dw_, dy_, bias, o); }),
+        "the FLCE plan is for BT 24, H 8 and V 41, but the call has BT 24, H 8 and V 40 (input "
+        "(24,8), weight (40,8)).");
+    EXPECT_EQ(results(), before);
+  }
+  {
+    auto const [o, before] = untouched();
+    Options<float> contradicting = bias;
+    contradicting.chunk_size = 4;
+    EXPECT_EQ(error_of([&] { forward(StaticChunk8{}, sx, sw, sy, contradicting, o); }),
+              "options.chunk_size is 4, but the plan given to forward has chunks of 8 rows; leave "
+              "chunk_size at 0 when passing a plan.");
+    EXPECT_EQ(results(), before);
+  }
 }
 
 }  // namespace

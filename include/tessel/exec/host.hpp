@@ -437,8 +437,9 @@ struct ShiftedExp {
 // widest vectors where they are wider than this build's packets), the passes the host's one-exp
 // softmax makes. A row whose maximum is not finite (a +inf or a NaN in it, or all -inf),
 // where exp(x_j - m) is not the softmax's numerator, is left unwritten: sum is then NaN.
-template <class S>
-ShiftedExp<S> exp_shifted_in_place(S* x, index_t n) {
+// n is an index_t or an Int<N> (a static row length, e.g. FLCE's V, passed down as one).
+template <class S, Integer N>
+ShiftedExp<S> exp_shifted_in_place(S* x, N n) {
   LeafEval<S, 1> const row{x, 1, {}};
   S const m = detail::reduce_run(MaxOp<S>{}, row, 0, n, 0, true);
   if (!math::isfinite(m)) return {m, std::numeric_limits<S>::quiet_NaN()};
@@ -457,8 +458,8 @@ ShiftedExp<S> exp_shifted_in_place(S* x, index_t n) {
 }
 
 // x_j <- x_j * factor over a contiguous row of n elements.
-template <class S>
-void scale_in_place(S* x, index_t n, S factor) {
+template <class S, Integer N>
+void scale_in_place(S* x, N n, S factor) {
   LeafEval<S, 1> const row{x, 1, {}};
   detail::run_elementwise(
       DstEval<S, 1>{x, 1, {}},

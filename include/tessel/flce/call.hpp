@@ -123,6 +123,47 @@ void with_plan(X const& input, W const& weight, index_t forced_chunk, F&& f) {
     f(make_call_plan<typename X::space>(bt, h, v));
 }
 
+template <index_t TensorExtent, index_t PlanExtent>
+struct StaticPlanExtentAgrees {
+  static_assert(TensorExtent == PlanExtent,
+                "tessel: an FLCE plan given to forward must be the plan of the call's shapes; a "
+                "static extent of the tensors differs from the plan's (see the template "
+                "arguments: tensor extent, plan extent).");
+  static constexpr bool ok = true;
+};
+
+template <class A, class B>
+constexpr bool static_extents_agree() {
+  if constexpr (both_static<A, B>()) return StaticPlanExtentAgrees<A::value, B::value>::ok;
+  return true;
+}
+
+// A plan the caller gives (forward(plan, ...)) describes the call: its BT, H and V are the
+// tensors' (checked by the compiler where both are static), and options.chunk_size, which it
+// would override, is 0 or its chunk size.
+template <class X, class W, AnyFlcePlan Plan>
+void check_given_plan(X const& input, W const& weight, Plan const& plan, index_t forced_chunk) {
+  auto const bt = get<0>(input.shape());
+  auto const h = get<1>(input.shape());
+  auto const v = get<0>(weight.shape());
+  static_assert(static_extents_agree<decltype(bt), decltype(plan.batch_extent())>() &&
+                static_extents_agree<decltype(h), decltype(plan.hidden_extent())>() &&
+                static_extents_agree<decltype(v), decltype(plan.vocab_extent())>());
+  if (to_index(bt) != to_index(plan.batch_extent()) ||
+      to_index(h) != to_index(plan.hidden_extent()) || to_index(v) != to_index(plan.vocab_extent()))
+    throw_error(sentence("the FLCE plan is for BT ", to_index(plan.batch_extent()), ", H ",
+                         to_index(plan.hidden_extent()), " and V ", to_index(plan.vocab_extent()),
+                         ", but the call has BT ", to_index(bt), ", H ", to_index(h), " and V ",
+                         to_index(v), " (input ", shape_text(input.shape()), ", weight ",
+                         shape_text(weight.shape()), ")."));
+  if (forced_chunk != 0 && forced_chunk != to_index(plan.rows_per_chunk()))
+    throw_error(sentence("options.chunk_size is ", forced_chunk,
+                         ", but the plan given to forward "
+                         "has chunks of ",
+                         to_index(plan.rows_per_chunk()),
+                         " rows; leave chunk_size at 0 when passing a plan."));
+}
+
 template <class C>
 RowConstants<C> row_constants(double label_smoothing, double lse_square_scale, double softcap,
                               double temperature, double entropy_bonus, bool entropy_wanted,

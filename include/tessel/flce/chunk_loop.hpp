@@ -110,6 +110,8 @@ struct ChunkLoop {
   // With soft targets: the same rows with the soft targets' cursor, its own kernel, so that calls
   // without them run row_body's code (and registers) unchanged.
   using soft_row_body = ChunkRows<Plan, compute_type, gradient_type, T, Y, Sharded, true>;
+  // The host's one-exp row pass for plain rows (flce/host_rows.hpp), with row_body's vocab_type.
+  using host_row_pass = HostPlainRows<Plan, compute_type, T, Y>;
   // Sharded: the pass that gives each row's share before the ranks exchange them.
   using shard_stats_body = ChunkShardStats<Plan, compute_type, gradient_type, T, Y>;
 
@@ -327,8 +329,8 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
       backend::template rows<row_threads>(executor, rows, v, soft_body);
     } else if constexpr (host_rows_possible) {
       if (host_rows)
-        host_plain_rows(executor, static_cast<typename row_body::args_type const&>(body), logits,
-                        rows);
+        host_row_pass::run(executor, static_cast<typename row_body::args_type const&>(body), logits,
+                           rows);
       else
         backend::template rows<row_threads>(executor, rows, v, body);
     } else {
@@ -378,18 +380,24 @@ void ChunkLoop<Plan, T, Y, Executor, Sharded>::run(Plan const& plan,
 
 // The chunk loop a call flce::forward(input, weight, target, options, outputs, executor) runs
 // when options.chunk_size is 0 (a forced chunk size gives ChunkLoop<FlcePlan, ...>): with static
-// BT, H and V its plan_type is the StaticFlcePlan, and row_body's vocab_type an Int<V>.
+// BT, H and V its plan_type is the StaticFlcePlan, and row_body's vocab_type an Int<V>. A call
+// given its plan, forward(plan, input, ...), runs ChunkLoop<decltype(plan), ...>: a static chunk
+// size is make_plan(Int<BT>{}, Int<H>{}, Int<V>{}, Int<C>{}).
 template <class X, class W, class Y, class Executor>
 using lowered_t = ChunkLoop<call_plan_t<X, W>, tensor_value_t<X>, tensor_value_t<Y>, Executor>;
 
 namespace detail {
 
-// forward's work for every executor: validation, the plan, the chunk loop. Returns the plan used.
-template <class X, class W, class Y, class Executor>
+// forward's work for every executor: validation, the plan (given, or the call's: with_plan), the
+// chunk loop. Returns the plan used.
+// No plan given: forward computes the call's own.
+struct CallPlan {};
+
+template <class X, class W, class Y, class Executor, class Given = CallPlan>
 FlcePlan run_forward(X const& input, W const& weight, Y const& target,
                      Options<tensor_value_t<X>, typename Backend<Executor>::space> const& options,
                      Outputs<tensor_value_t<X>, typename Backend<Executor>::space> const& outputs,
-                     Executor const& executor) {
+                     Executor const& executor, Given const& given = {}) {
   static_assert(SameElement<X, W>::ok && static_shapes_agree<X, W, Y>());
   using T = tensor_value_t<X>;
   using TargetT = tensor_value_t<Y>;
@@ -399,11 +407,17 @@ FlcePlan run_forward(X const& input, W const& weight, Y const& target,
   VectorArg<TargetT const, Space> const y(target);
   validate_call(x, w, y, options, outputs);
   FlcePlan used;
-  with_plan(input, weight, options.chunk_size, [&](auto const& plan) {
-    using Plan = std::remove_cvref_t<decltype(plan)>;
+  auto const run = [&](auto const& plan) {
+    using P = std::remove_cvref_t<decltype(plan)>;
     used = plan;
-    ChunkLoop<Plan, T, TargetT, Executor>::run(plan, {x, w, y, options, outputs}, executor);
-  });
+    ChunkLoop<P, T, TargetT, Executor>::run(plan, {x, w, y, options, outputs}, executor);
+  };
+  if constexpr (std::is_same_v<Given, CallPlan>) {
+    with_plan(input, weight, options.chunk_size, run);
+  } else {
+    check_given_plan(input, weight, given, options.chunk_size);
+    run(given);
+  }
   return used;
 }
 

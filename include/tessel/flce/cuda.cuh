@@ -99,6 +99,19 @@ requires MatrixTensor<X, DeviceSpace> && MatrixTensor<W, DeviceSpace> &&
   return detail::run_forward(input, weight, target, options, outputs, executor);
 }
 
+// The same with the plan given (flce/forward.hpp's forward(plan, ...)): a StaticFlcePlan's chunk
+// size reaches the kernels as a constant.
+template <AnyFlcePlan Plan, class X, class W, class Y, exec::DeviceExecutor Executor = exec::Cuda>
+requires MatrixTensor<X, DeviceSpace> && MatrixTensor<W, DeviceSpace> &&
+    TargetTensor<Y, DeviceSpace>
+        FlcePlan
+        forward(Plan const& plan, X const& input, W const& weight, Y const& target,
+                std::type_identity_t<Options<tensor_value_t<X>, DeviceSpace>> const& options,
+                std::type_identity_t<Outputs<tensor_value_t<X>, DeviceSpace>> const& outputs,
+                Executor const& executor = {}) {
+  return detail::run_forward(input, weight, target, options, outputs, executor, plan);
+}
+
 // The vocabulary-parallel forward for device tensors (flce/vocab_parallel.hpp), over an NCCL
 // communicator created on executor.stream (its collectives are then ordered with the chunk
 // loop's kernels). Waits for the stream before each collective.

@@ -35,4 +35,18 @@ requires MatrixTensor<X, HostSpace> && MatrixTensor<W, HostSpace> && TargetTenso
   return detail::run_forward(input, weight, target, options, outputs, executor);
 }
 
+// The same with the plan given: its chunk size instead of the heuristic's, and with a
+// StaticFlcePlan (make_plan(Int<BT>{}, Int<H>{}, Int<V>{}, Int<C>{})) a chunk loop whose numbers
+// are all constants, the chunk size included. The plan must be the call's: its BT, H and V are the
+// tensors' (a static_assert where both are static, tessel::Error otherwise), and options.chunk_size
+// is 0 or the plan's chunk size.
+template <AnyFlcePlan Plan, class X, class W, class Y, exec::HostExecutor Executor = exec::Auto>
+requires MatrixTensor<X, HostSpace> && MatrixTensor<W, HostSpace> && TargetTensor<Y, HostSpace>
+    FlcePlan forward(Plan const& plan, X const& input, W const& weight, Y const& target,
+                     std::type_identity_t<Options<tensor_value_t<X>, HostSpace>> const& options,
+                     std::type_identity_t<Outputs<tensor_value_t<X>, HostSpace>> const& outputs,
+                     Executor const& executor = {}) {
+  return detail::run_forward(input, weight, target, options, outputs, executor, plan);
+}
+
 }  // namespace tessel::flce
