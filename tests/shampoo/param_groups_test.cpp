@@ -121,6 +121,56 @@ TEST(ParamGroups, EqualOneShampooPerGroupAndKeyTheStateByTheCallersIndices) {
   EXPECT_EQ(w, w2);
 }
 
+// The model's groups with their plans as types: group 0's (6, 4) and (4, 6) matrices at 1024
+// (dimensionality 2), group 1's (3, 2) embedding and (4) bias at 4. Momentum and decoupled weight
+// decay (decoupled, the default) in group 1, so that the update passes with momentum are compared
+// too.
+constexpr auto matrices_plan =
+    make_plan(plan_options(Int<1024>{}, Int<2>{}, 1), make_shape(Int<6>{}, Int<4>{}),
+              make_shape(Int<4>{}, Int<6>{}));
+constexpr auto rest_plan = make_plan(plan_options(Int<4>{}, Int<1>{}, 1),
+                                     make_shape(Int<3>{}, Int<2>{}), make_shape(Int<4>{}));
+
+std::vector<ParamGroup> model_groups_with_momentum() {
+  auto groups = model_groups();
+  groups[1].options.momentum = 0.9;
+  groups[1].options.weight_decay = 0.01;
+  return groups;
+}
+
+TEST(ParamGroups, StaticPlansPerGroupGiveTheRunTimePlansBits) {
+  std::vector<std::vector<float>> w;
+  for (std::size_t p = 0; p < shapes.size(); ++p)
+    w.push_back(random_values(numel(shapes[p]), 1 + p));
+  auto w_static = w;
+  GroupedShampoo<float> runtime(shapes, model_groups_with_momentum());
+  GroupedShampoo<float> fixed(shapes, model_groups_with_momentum(), {},
+                              static_plan<matrices_plan>{}, static_plan<rest_plan>{});
+  for (unsigned t = 0; t < 4; ++t) {
+    std::vector<std::vector<float>> g;
+    for (std::size_t p = 0; p < shapes.size(); ++p)
+      g.push_back(random_values(numel(shapes[p]), 100 * t + p, 0.1f));
+    std::vector<std::span<float const>> const gs(g.begin(), g.end());
+    runtime.step(std::vector<std::span<float>>(w.begin(), w.end()), gs);
+    fixed.step(std::vector<std::span<float>>(w_static.begin(), w_static.end()), gs);
+  }
+  EXPECT_EQ(w_static, w);
+  EXPECT_TRUE(fixed.state_dict() == runtime.state_dict());
+
+  // A plan that is not the group's, and a plan count that is not the group count, are refused.
+  EXPECT_EQ(error_of([&] {
+              GroupedShampoo<float>(shapes, model_groups(), {}, static_plan<rest_plan>{},
+                                    static_plan<rest_plan>{});
+            }),
+            "parameter group 0: its static plan is not the plan of its parameters' shapes and "
+            "blocking; make it with make_plan from the same shapes, max_preconditioner_dim and "
+            "target_parameter_dimensionality.");
+  EXPECT_EQ(error_of([&] {
+              GroupedShampoo<float>(shapes, model_groups(), {}, static_plan<matrices_plan>{});
+            }),
+            "GroupedShampoo got 1 static plans for 2 parameter groups; give one plan per group.");
+}
+
 TEST(ParamGroups, ARefusalInOneGroupChangesNoGroupAndNamesTheCallersParameter) {
   auto groups = model_groups();
   groups[1].options.factor_matrix_dtype = DType::f16;

@@ -38,6 +38,8 @@ requires exec::Executor<X>
 class GroupedShampoo {
  public:
   using value_type = T;
+  // A group's optimizer as group(g) gives it: the step every plan kind shares.
+  using Base = ShampooStep<T, AnyPreconditioner, X>;
   using Optimizer = Shampoo<T, RuntimePlan, X>;
 
   // Every parameter (shapes[i] is parameter i's) belongs to exactly one group; groups are not
@@ -46,50 +48,41 @@ class GroupedShampoo {
   GroupedShampoo(std::vector<std::vector<index_t>> const& shapes, std::vector<ParamGroup> groups,
                  X executor = {})
       : shapes_(shapes), groups_(std::move(groups)) {
-    std::vector<index_t> owner(shapes.size(), -1);
-    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-      if (groups_[gi].params.empty())
-        tessel::detail::throw_error(
-            tessel::detail::sentence("parameter group ", gi, " has no parameters."));
-      for (index_t p : groups_[gi].params) {
-        if (p < 0 || static_cast<std::size_t>(p) >= shapes.size())
-          tessel::detail::throw_error(
-              tessel::detail::sentence("parameter group ", gi, " names parameter ", p,
-                                       ", but there are ", shapes.size(), " parameters."));
-        auto& o = owner[static_cast<std::size_t>(p)];
-        if (o != -1)
-          tessel::detail::throw_error(
-              tessel::detail::sentence("parameter ", p, " is in parameter groups ", o, " and ", gi,
-                                       "; every parameter belongs to exactly one group."));
-        o = static_cast<index_t>(gi);
-      }
-    }
-    for (std::size_t p = 0; p < owner.size(); ++p)
-      if (owner[p] == -1)
-        tessel::detail::throw_error(tessel::detail::sentence(
-            "parameter ", p,
-            " is in no parameter group; every parameter belongs to exactly one "
-            "group."));
-    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-      ParamGroup const& g = groups_[gi];
-      std::vector<std::vector<index_t>> group_shapes;
-      for (index_t p : g.params) group_shapes.push_back(shapes[static_cast<std::size_t>(p)]);
-      try {
-        auto plan = make_plan(PlanOptions<index_t, index_t>{g.max_preconditioner_dim,
-                                                            g.target_parameter_dimensionality, 1},
-                              group_shapes);
-        optimizers_.push_back(
-            std::make_unique<Optimizer>(plan, g.options, executor, ParamKeys{g.params}));
-      } catch (Error const& e) {
-        tessel::detail::throw_error(
-            tessel::detail::sentence("parameter group ", gi, ": ", e.what()));
-      }
-    }
+    check_membership();
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi)
+      add_group<RuntimePlan>(gi, executor, [&](Plan const& plan) { return plan; });
+  }
+
+  // The same with every group's plan a type: Plans...[i] is static_plan<plan> of group i's
+  // parameters (in the group's order, with its blocking), so that group's passes over its blocks
+  // are instantiated with the plan's Int<> layouts (basic_shampoo.hpp). Each must be the plan the
+  // group's shapes and blocking give; the step is then the run-time-plan optimizer's, bit for bit.
+  template <class... Plans>
+  requires(sizeof...(Plans) > 0 && (is_static_plan_v<Plans> && ...))
+      GroupedShampoo(std::vector<std::vector<index_t>> const& shapes,
+                     std::vector<ParamGroup> groups, X executor, Plans...)
+      : shapes_(shapes), groups_(std::move(groups)) {
+    check_membership();
+    if (groups_.size() != sizeof...(Plans))
+      tessel::detail::throw_error(
+          tessel::detail::sentence("GroupedShampoo got ", sizeof...(Plans), " static plans for ",
+                                   groups_.size(), " parameter groups; give one plan per group."));
+    std::size_t gi = 0;
+    (add_group<Plans>(gi++, executor,
+                      [](Plan const& plan) {
+                        if (!(plan == Plans::value))
+                          tessel::detail::throw_error(
+                              "its static plan is not the plan of its parameters' shapes and "
+                              "blocking; make it with make_plan from the same shapes, "
+                              "max_preconditioner_dim and target_parameter_dimensionality.");
+                        return Plans::value;
+                      }),
+     ...);
   }
 
   std::size_t num_groups() const noexcept { return optimizers_.size(); }
   ParamGroup const& param_group(std::size_t g) const { return groups_.at(g); }
-  Optimizer const& group(std::size_t g) const { return *optimizers_.at(g); }
+  Base const& group(std::size_t g) const { return *optimizers_.at(g); }
   index_t step_count() const noexcept { return optimizers_.front()->step_count(); }
   // Group g's learning rate can follow its own schedule between steps.
   void set_lr(std::size_t g, double lr) { optimizers_.at(g)->set_lr(lr); }
@@ -195,9 +188,61 @@ class GroupedShampoo {
     }
   }
 
-  using Base = ShampooStep<T, AnyPreconditioner, X>;
   // The steps' halves are ShampooStep's (this class is its friend).
   Base& base(std::size_t g) { return *optimizers_[g]; }
+
+  // Every parameter in exactly one group, no group empty.
+  void check_membership() const {
+    std::vector<index_t> owner(shapes_.size(), -1);
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+      if (groups_[gi].params.empty())
+        tessel::detail::throw_error(
+            tessel::detail::sentence("parameter group ", gi, " has no parameters."));
+      for (index_t p : groups_[gi].params) {
+        if (p < 0 || static_cast<std::size_t>(p) >= shapes_.size())
+          tessel::detail::throw_error(
+              tessel::detail::sentence("parameter group ", gi, " names parameter ", p,
+                                       ", but there are ", shapes_.size(), " parameters."));
+        auto& o = owner[static_cast<std::size_t>(p)];
+        if (o != -1)
+          tessel::detail::throw_error(
+              tessel::detail::sentence("parameter ", p, " is in parameter groups ", o, " and ", gi,
+                                       "; every parameter belongs to exactly one group."));
+        o = static_cast<index_t>(gi);
+      }
+    }
+    for (std::size_t p = 0; p < owner.size(); ++p)
+      if (owner[p] == -1)
+        tessel::detail::throw_error(tessel::detail::sentence(
+            "parameter ", p,
+            " is in no parameter group; every parameter belongs to exactly one "
+            "group."));
+  }
+
+  // Group gi's optimizer, Shampoo<T, P, X> over plan_of(the plan of its shapes and blocking) (a
+  // static plan's constructor takes it from the type); errors are prefixed with the group.
+  template <class P, class PlanOf>
+  void add_group(std::size_t gi, X const& executor, PlanOf&& plan_of) {
+    ParamGroup const& g = groups_[gi];
+    std::vector<std::vector<index_t>> group_shapes;
+    for (index_t p : g.params) group_shapes.push_back(shapes_[static_cast<std::size_t>(p)]);
+    try {
+      auto const plan =
+          make_plan(PlanOptions<index_t, index_t>{g.max_preconditioner_dim,
+                                                  g.target_parameter_dimensionality, 1},
+                    group_shapes);
+      if constexpr (is_static_plan_v<P>) {
+        (void)plan_of(plan);
+        optimizers_.push_back(std::make_unique<BasicShampoo<T, AnyPreconditioner, P, X>>(
+            g.options, executor, ParamKeys{g.params}));
+      } else {
+        optimizers_.push_back(
+            std::make_unique<Optimizer>(plan_of(plan), g.options, executor, ParamKeys{g.params}));
+      }
+    } catch (Error const& e) {
+      tessel::detail::throw_error(tessel::detail::sentence("parameter group ", gi, ": ", e.what()));
+    }
+  }
 
   // The step of every group once the arguments passed: the checks of all groups first, then
   // every group accumulates, then (when no group failed) every group's parameters move.
@@ -214,7 +259,7 @@ class GroupedShampoo {
   }
   std::vector<std::vector<index_t>> shapes_;
   std::vector<ParamGroup> groups_;
-  std::vector<std::unique_ptr<Optimizer>> optimizers_;
+  std::vector<std::unique_ptr<Base>> optimizers_;
 };
 
 }  // namespace tessel::shampoo

@@ -78,6 +78,9 @@ class ShampooStep : public StepCore<T, X> {
   using State = typename F::template State<T, X>;
 
  public:
+  // Virtual: GroupedShampoo owns each group's BasicShampoo (of its plan kind) through this base.
+  virtual ~ShampooStep() = default;
+
   using family_type = F;
 
   F const& family() const noexcept { return family_; }
@@ -197,7 +200,6 @@ class ShampooStep : public StepCore<T, X> {
   }
   ShampooStep(ShampooStep&&) noexcept = default;
   ShampooStep& operator=(ShampooStep&&) noexcept = default;
-  ~ShampooStep() = default;
 
   // The passes over segments, defined by BasicShampoo<T, F, P, X> for its plan: every block's
   // gradient into its group's slots; every block of group gi moved along direction[gi] (skipped
