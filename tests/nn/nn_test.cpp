@@ -215,11 +215,11 @@ auto layer_norm_f32(S2 const& shape, SR const& rows, SC const& cols, exec::Execu
 }
 
 TEST(Norms, Float32StaticShapesAndThreadCountsGiveTheSameBits) {
-  auto const dynamic = layer_norm_f32(make_shape(N, D), make_shape(N), make_shape(D), exec::Serial{});
+  auto const dynamic = layer_norm_f32(make_shape(N, D), make_shape(N), make_shape(D), exec::Auto{});
   auto const fixed =
-      layer_norm_f32(make_shape(SN{}, SD{}), make_shape(SN{}), make_shape(SD{}), exec::Serial{});
+      layer_norm_f32(make_shape(SN{}, SD{}), make_shape(SN{}), make_shape(SD{}), exec::Auto{});
   auto const threads = layer_norm_f32(make_shape(N, D), make_shape(N), make_shape(D),
-                                      exec::OpenMP{.threads = 2});
+                                      exec::Auto{.parallel_threshold = 0, .threads = 2});
   for (std::size_t k = 0; k < dynamic.size(); ++k) {
     EXPECT_EQ(0, std::memcmp(dynamic[k].data(), fixed[k].data(), dynamic[k].size() * 8)) << k;
     EXPECT_EQ(0, std::memcmp(dynamic[k].data(), threads[k].data(), dynamic[k].size() * 8)) << k;
@@ -285,7 +285,7 @@ TEST(Activations, GeluAndSwigluMatchTheFloat64Loops) {
   auto x = random_tensor(make_shape(N, D), 21, 0.0, 3.0);
   auto a = random_tensor(make_shape(N, D), 22, 0.0, 3.0);
   auto y = make_host_tensor<double>(make_shape(N, D));
-  assign(y, nn::gelu(x), exec::Serial{});
+  assign(y, nn::gelu(x), exec::Auto{});
   std::vector<double> want;
   for (double v : x) want.push_back(gelu_reference(v));
   expect_near(values(y), want, 1e-15, "gelu");
@@ -309,7 +309,7 @@ TEST(Activations, BackwardsMatchFiniteDifferences) {
   auto b = random_tensor(make_shape(N, D), 24, 0.0, 2.0);
   auto dy = random_tensor(make_shape(N, D), 25);
   auto dx = make_host_tensor<double>(make_shape(N, D));
-  assign(dx, nn::gelu_backward(dy, x), exec::Serial{});
+  assign(dx, nn::gelu_backward(dy, x), exec::Auto{});
   auto const gelu_loss = [&] {
     double s = 0;
     for (index_t i = 0; i < N * D; ++i) s += dy[i] * gelu_reference(x[i]);
@@ -318,7 +318,7 @@ TEST(Activations, BackwardsMatchFiniteDifferences) {
   expect_near(values(dx), finite_difference(x, gelu_loss), 1e-8, "gelu dx");
   auto da = make_host_tensor<double>(make_shape(N, D));
   auto db = make_host_tensor<double>(make_shape(N, D));
-  nn::swiglu_backward(da, db, dy, x, b, exec::Serial{});
+  nn::swiglu_backward(da, db, dy, x, b, exec::Auto{});
   auto const swiglu_loss = [&] {
     double s = 0;
     for (index_t i = 0; i < N * D; ++i) s += dy[i] * silu_reference(x[i]) * b[i];
@@ -366,7 +366,7 @@ TEST(Embedding, GathersRowsAndScatterAddsInTokenOrder) {
         if (id_values[n] == v) s += dy(n, j);
       want[static_cast<std::size_t>(v * D + j)] += s;
     }
-  nn::embedding_backward(grad, ids, dy, exec::OpenMP{.threads = 2});
+  nn::embedding_backward(grad, ids, dy, exec::Auto{.parallel_threshold = 0, .threads = 2});
   EXPECT_EQ(values(grad), want);  // the same order of additions: the same bits
 
   // Static shapes and int64 ids: the same bits.
