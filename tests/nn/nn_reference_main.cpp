@@ -31,8 +31,8 @@ struct Run {
   template <std::size_t R, class U = T>
   auto input(std::string const& name) const {
     auto const& e = in.at(name);
-    check(e.shape.size() == R, "tensor \"", name, "\" has rank ", e.shape.size(), "; expected ",
-          R, ".");
+    check(e.shape.size() == R, "tensor \"", name, "\" has rank ", e.shape.size(), "; expected ", R,
+          ".");
     auto t = [&] {
       if constexpr (R == 1)
         return make_host_tensor<U>(make_shape(e.shape[0]));

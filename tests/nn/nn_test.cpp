@@ -60,8 +60,7 @@ void expect_near(std::vector<double> const& got, std::vector<double> const& want
   double scale = 0;
   for (double w : want) scale = std::max(scale, std::abs(w));
   for (std::size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], rel * (std::abs(want[i]) + scale))
-        << what << " element " << i;
+    EXPECT_NEAR(got[i], want[i], rel * (std::abs(want[i]) + scale)) << what << " element " << i;
 }
 
 // d loss / d p[i] by central differences, loss a float64 function of the tensors' current values.
@@ -210,8 +209,8 @@ auto layer_norm_f32(S2 const& shape, SR const& rows, SC const& cols, exec::Execu
   auto rdw = make_host_tensor<float>(cols);
   nn::rms_norm(ry, rr, x, w, {}, ex);
   nn::rms_norm_backward(rdx, rdw, dy, x, w, rr, ex);
-  return std::vector{values(y), values(mean), values(rstd), values(dx), values(dw), values(db),
-                     values(ry), values(rr),   values(rdx),  values(rdw)};
+  return std::vector{values(y),  values(mean), values(rstd), values(dx),  values(dw),
+                     values(db), values(ry),   values(rr),   values(rdx), values(rdw)};
 }
 
 TEST(Norms, Float32StaticShapesAndThreadCountsGiveTheSameBits) {
@@ -229,7 +228,8 @@ TEST(Norms, Float32StaticShapesAndThreadCountsGiveTheSameBits) {
   auto w = random_tensor<float>(make_shape(D), 14, 1.0, 0.5);
   auto b = random_tensor<float>(make_shape(D), 15);
   expect_near(dynamic[0], norm_reference(true, x, w, &b, 1e-5), 1e-5, "f32 layer_norm");
-  expect_near(dynamic[6], norm_reference<decltype(x), decltype(w), decltype(w)>(false, x, w, nullptr, 0x1p-23),
+  expect_near(dynamic[6],
+              norm_reference<decltype(x), decltype(w), decltype(w)>(false, x, w, nullptr, 0x1p-23),
               1e-5, "f32 rms_norm");
 }
 
@@ -256,8 +256,8 @@ TEST(Norms, RowBodiesOnSeveralLanesMatchOneLane) {
     auto dx = make_host_tensor<double>(make_shape(N, D));
     nn::detail::NormForwardRows<true, double, decltype(x.view()), decltype(y.view()),
                                 decltype(w.view()), decltype(b.view()), decltype(m.view()),
-                                decltype(r.view())> const fwd{x.view(), y.view(), w.view(),
-                                                              b.view(), m.view(), r.view(), 1e-5};
+                                decltype(r.view())> const fwd{
+        x.view(), y.view(), w.view(), b.view(), m.view(), r.view(), 1e-5};
     nn::detail::NormBackwardRows<true, double, decltype(dx.view()), decltype(dy.view()),
                                  decltype(x.view()), decltype(w.view()), decltype(m.view()),
                                  decltype(r.view())> const bwd{dx.view(), dy.view(), x.view(),

@@ -51,10 +51,10 @@ struct TokenSort<exec::Cuda> {
     exec::for_each_row<1024>(executor, 1, n,
                              SortInputRows<Ids>{ids, keys.data(), unsorted.data(), n});
     std::size_t bytes = 0;
-    TESSEL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.data(), sorted_ids,
-                                                      unsorted.data(), positions, n, 0,
-                                                      int(sizeof(index_t) * 8), executor.stream),
-                      "sizing the sort of embedding token ids");
+    TESSEL_CUDA_CHECK(
+        cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.data(), sorted_ids, unsorted.data(),
+                                        positions, n, 0, int(sizeof(index_t) * 8), executor.stream),
+        "sizing the sort of embedding token ids");
     gpu::StreamBuffer temp(bytes, executor.stream);
     TESSEL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, keys.data(), sorted_ids,
                                                       unsorted.data(), positions, n, 0,

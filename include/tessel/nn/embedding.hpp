@@ -70,7 +70,8 @@ struct EmbeddingGradRows {
     using G = typename GradTableV::element_type;
     for (index_t j = ctx.lane(); j < d; j += ctx.lanes()) {
       C sum = C(0);
-      for (index_t m = r; m < end; ++m) sum += static_cast<C>(load_element(grad_out(positions[m], j)));
+      for (index_t m = r; m < end; ++m)
+        sum += static_cast<C>(load_element(grad_out(positions[m], j)));
       grad_table(id, j) = store_element<G>(static_cast<C>(load_element(grad_table(id, j))) + sum);
     }
   }
@@ -100,8 +101,9 @@ struct TokenSort<X> {
 
 template <TensorType Ids>
 constexpr void check_ids_type() {
-  static_assert(rank_of<Ids> == 1, "tessel: embedding ids are a rank-1 tensor (N); flatten a "
-                                   "(B, T) tensor of ids first.");
+  static_assert(rank_of<Ids> == 1,
+                "tessel: embedding ids are a rank-1 tensor (N); flatten a "
+                "(B, T) tensor of ids first.");
   using V = typename std::remove_cvref_t<Ids>::value_type;
   static_assert(std::is_integral_v<V> && !std::is_same_v<V, bool>,
                 "tessel: embedding ids are integers (int32 or int64, as torch's indices).");

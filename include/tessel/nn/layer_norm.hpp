@@ -19,8 +19,8 @@ struct LayerNormOptions {
 // y = (x - mean) * rstd * weight + bias per row; saves mean and rstd.
 // @pre x, y: (N, D); weight, bias: (D); mean, rstd: (N) — else tessel::Error naming both shapes,
 //      before anything is written
-template <TensorType Y, TensorType Mean, TensorType Rstd, TensorType X, TensorType W,
-          TensorType B, exec::Executor Ex = exec::Auto>
+template <TensorType Y, TensorType Mean, TensorType Rstd, TensorType X, TensorType W, TensorType B,
+          exec::Executor Ex = exec::Auto>
 void layer_norm(Y const& y, Mean const& mean, Rstd const& rstd, X const& x, W const& weight,
                 B const& bias, LayerNormOptions const& options = {}, Ex const& executor = {}) {
   detail::check_spaces<Ex, Mean, B>();
@@ -33,8 +33,8 @@ void layer_norm(Y const& y, Mean const& mean, Rstd const& rstd, X const& x, W co
 // @pre dx, dy, x: (N, D); weight, dweight, dbias: (D); mean, rstd: (N)
 template <TensorType DX, TensorType DW, TensorType DB, TensorType DY, TensorType X, TensorType W,
           TensorType Mean, TensorType Rstd, exec::Executor Ex = exec::Auto>
-void layer_norm_backward(DX const& dx, DW const& dweight, DB const& dbias, DY const& dy,
-                         X const& x, W const& weight, Mean const& mean, Rstd const& rstd,
+void layer_norm_backward(DX const& dx, DW const& dweight, DB const& dbias, DY const& dy, X const& x,
+                         W const& weight, Mean const& mean, Rstd const& rstd,
                          Ex const& executor = {}) {
   detail::check_spaces<Ex, DB, Mean>();
   detail::check_writable<DB>();

@@ -35,8 +35,7 @@ constexpr double machine_epsilon() {
 // y = x * rstd * weight per row; saves rstd.
 // @pre x, y: (N, D); weight: (D); rstd: (N) — else tessel::Error naming both shapes, before
 //      anything is written
-template <TensorType Y, TensorType Rstd, TensorType X, TensorType W,
-          exec::Executor Ex = exec::Auto>
+template <TensorType Y, TensorType Rstd, TensorType X, TensorType W, exec::Executor Ex = exec::Auto>
 void rms_norm(Y const& y, Rstd const& rstd, X const& x, W const& weight,
               RmsNormOptions const& options = {}, Ex const& executor = {}) {
   double const eps =
@@ -47,12 +46,12 @@ void rms_norm(Y const& y, Rstd const& rstd, X const& x, W const& weight,
 
 // dx and dweight from dy and what rms_norm saved; dweight is written (not added to).
 // @pre dx, dy, x: (N, D); weight, dweight: (D); rstd: (N)
-template <TensorType DX, TensorType DW, TensorType DY, TensorType X, TensorType W,
-          TensorType Rstd, exec::Executor Ex = exec::Auto>
-void rms_norm_backward(DX const& dx, DW const& dweight, DY const& dy, X const& x,
-                       W const& weight, Rstd const& rstd, Ex const& executor = {}) {
-  detail::norm_backward<false>(executor, "rms_norm_backward", dx, dweight, detail::Absent{}, dy,
-                               x, weight, detail::Absent{}, rstd);
+template <TensorType DX, TensorType DW, TensorType DY, TensorType X, TensorType W, TensorType Rstd,
+          exec::Executor Ex = exec::Auto>
+void rms_norm_backward(DX const& dx, DW const& dweight, DY const& dy, X const& x, W const& weight,
+                       Rstd const& rstd, Ex const& executor = {}) {
+  detail::norm_backward<false>(executor, "rms_norm_backward", dx, dweight, detail::Absent{}, dy, x,
+                               weight, detail::Absent{}, rstd);
 }
 
 }  // namespace tessel::nn

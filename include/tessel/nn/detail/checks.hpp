@@ -47,20 +47,19 @@ void check_same_shape(char const* kernel, char const* a_name, A const& a, char c
                       B const& b) {
   if (!equal(a.shape(), b.shape()))
     tessel::detail::throw_error(tessel::detail::sentence(
-        kernel, ": ", a_name, " has shape ", tessel::detail::shape_text(a.shape()), " but ",
-        b_name, " has shape ", tessel::detail::shape_text(b.shape()),
-        "; they need the same shape."));
+        kernel, ": ", a_name, " has shape ", tessel::detail::shape_text(a.shape()), " but ", b_name,
+        " has shape ", tessel::detail::shape_text(b.shape()), "; they need the same shape."));
 }
 
 // "layer_norm: weight has shape (7) but x has shape (4,8); weight needs shape (8)."
 template <TensorType A, TensorType B, IntTuple S>
-void check_shape(char const* kernel, char const* a_name, A const& a, char const* b_name,
-                 B const& b, S const& wanted) {
+void check_shape(char const* kernel, char const* a_name, A const& a, char const* b_name, B const& b,
+                 S const& wanted) {
   if (!equal(a.shape(), wanted))
     tessel::detail::throw_error(tessel::detail::sentence(
-        kernel, ": ", a_name, " has shape ", tessel::detail::shape_text(a.shape()), " but ",
-        b_name, " has shape ", tessel::detail::shape_text(b.shape()), "; ", a_name,
-        " needs shape ", tessel::detail::shape_text(wanted), "."));
+        kernel, ": ", a_name, " has shape ", tessel::detail::shape_text(a.shape()), " but ", b_name,
+        " has shape ", tessel::detail::shape_text(b.shape()), "; ", a_name, " needs shape ",
+        tessel::detail::shape_text(wanted), "."));
 }
 
 }  // namespace tessel::nn::detail

@@ -76,8 +76,9 @@ void norm_forward(Ex const& executor, char const* kernel, X const& x, Y const& y
   using Body = NormForwardRows<Centered, C, decltype(x.view()), decltype(y.view()),
                                decltype(weight.view()), decltype(view_or_absent(bias)),
                                decltype(view_or_absent(mean)), decltype(rstd.view())>;
-  Body const body{x.view(),  y.view(),       weight.view(), view_or_absent(bias),
-                  view_or_absent(mean), rstd.view(), static_cast<C>(eps)};
+  Body const body{
+      x.view(),    y.view(),           weight.view(), view_or_absent(bias), view_or_absent(mean),
+      rstd.view(), static_cast<C>(eps)};
   for_each_row(executor, to_index(get<0>(x.shape())), to_index(get<1>(x.shape())), body);
 }
 
@@ -122,8 +123,7 @@ void norm_backward(Ex const& executor, char const* kernel, DX const& dx, DW cons
   using Body = NormBackwardRows<Centered, C, decltype(dx.view()), decltype(dy.view()),
                                 decltype(x.view()), decltype(weight.view()),
                                 decltype(view_or_absent(mean)), decltype(rstd.view())>;
-  Body const body{dx.view(),     dy.view(),           x.view(),
-                  weight.view(), view_or_absent(mean), rstd.view()};
+  Body const body{dx.view(), dy.view(), x.view(), weight.view(), view_or_absent(mean), rstd.view()};
   for_each_row(executor, to_index(get<0>(x.shape())), to_index(get<1>(x.shape())), body);
 }
 
