@@ -50,6 +50,7 @@
 #include "flce/validate.hpp"
 #include "flce/vocab_parallel.hpp"
 #include "interop/mdspan.hpp"
+#include "nn.hpp"
 #include "shampoo/options.hpp"
 #include "shampoo/options_check.hpp"
 #include "shampoo/plan/distribute.hpp"
