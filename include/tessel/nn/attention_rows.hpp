@@ -1,0 +1,118 @@
+// What the attention kernel bodies share: the tensors a call reads and writes, the walk from a
+// work item to its (batch, head, tile), and the row arithmetic every body is made of (a dot
+// product of two head_dim rows, y += a x, y *= a). Host and device: the bodies run with
+// exec::SequentialContext on the host (exec/rows.hpp) and as one CUDA block per work item
+// (exec/cuda/rows.cuh).
+//
+// Why rows and not tile GEMMs: a work item's products are (tile x head_dim) by (head_dim x tile),
+// 64 x 64 x 64 at GPT-2's shapes, and the causal mask cuts every diagonal tile into a triangle. A
+// BLAS call per tile (exec::gemm) cannot run inside a device body, pays its packing per tile and
+// computes the masked half of diagonal tiles; rows that stop at the diagonal compute only what the
+// mask keeps. docs/design.md ("Attention") has the measurement.
+#pragma once
+
+#include <type_traits>
+#include <utility>
+
+#include "../core/config.hpp"
+#include "../core/int.hpp"
+#include "../exec/body/reduce_ops.hpp"
+#include "../expr/scalar_math.hpp"
+#include "../tensor/tensor.hpp"
+#include "attention_plan.hpp"
+
+namespace tessel::nn {
+
+// The tensors of an attention call: queries, keys and values (B, T, heads, head_dim), the output
+// (B, T, heads, head_dim) and each row's log-sum-exp (B, heads, T). Made from tensors (owning or
+// views, as the caller has them), it keeps views, which the kernel bodies copy by value.
+template <TensorType Q, TensorType K, TensorType V, TensorType O, TensorType L>
+struct AttentionSaved {
+  decltype(std::declval<Q const&>().view()) q;
+  decltype(std::declval<K const&>().view()) k;
+  decltype(std::declval<V const&>().view()) v;
+  decltype(std::declval<O const&>().view()) out;
+  decltype(std::declval<L const&>().view()) lse;
+
+  AttentionSaved(Q const& q_, K const& k_, V const& v_, O const& out_, L const& lse_)
+      : q(q_.view()), k(k_.view()), v(v_.view()), out(out_.view()), lse(lse_.view()) {}
+};
+
+// The gradients a backward call writes, each (B, T, heads, head_dim); views, like AttentionSaved.
+template <TensorType DQ, TensorType DK, TensorType DV>
+struct AttentionGrads {
+  decltype(std::declval<DQ const&>().view()) q;
+  decltype(std::declval<DK const&>().view()) k;
+  decltype(std::declval<DV const&>().view()) v;
+
+  AttentionGrads(DQ const& q_, DK const& k_, DV const& v_)
+      : q(q_.view()), k(k_.view()), v(v_.view()) {}
+};
+
+namespace detail {
+
+// The (batch, head, tile) of work item `item`, tiles fastest; with a static plan every divisor is
+// a constant.
+struct AttentionItem {
+  index_t batch;
+  index_t head;
+  index_t tile;
+};
+template <class Plan, Integer Tiles>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE AttentionItem attention_item(Plan const& plan, Tiles tiles,
+                                                                   index_t item) {
+  index_t const bh = item / tiles;
+  return {bh / plan.heads_extent(), bh % plan.heads_extent(), item % tiles};
+}
+
+// Row (b, i, h) of a (B, T, heads, head_dim) tensor: head_dim elements at stride 1 (checked on
+// the host before any launch).
+template <class Tensor>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto* head_row(Tensor const& t, index_t b, index_t i,
+                                                     index_t h) {
+  return &t(b, i, h, Int<0>{});
+}
+
+// sum_c a[c] b[c] in eight partial sums (c mod 8), added pairwise at the end: the host's
+// compiler keeps them in vector lanes without reassociating anything, so the result is the same
+// bits whether n is static or not, and the loop runs in SIMD registers without -ffast-math.
+template <class C, Integer N>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE C row_dot(C const* a, C const* b, N n) {
+  C acc[8] = {};
+  index_t c = 0;
+  for (; c + 8 <= n; c += 8)
+    for (int u = 0; u < 8; ++u) acc[u] += a[c + u] * b[c + u];
+  for (int u = 0; c < n; ++c, ++u) acc[u] += a[c] * b[c];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// y[c] += a x[c].
+template <class C, Integer N>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE void row_axpy(C* y, C a, C const* x, N n) {
+  for (index_t c = 0; c < n; ++c) y[c] += a * x[c];
+}
+
+// y[c] = a y[c].
+template <class C, Integer N>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE void row_scale(C* y, C a, N n) {
+  for (index_t c = 0; c < n; ++c) y[c] *= a;
+}
+
+template <class C, Integer N>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE void row_zero(C* y, N n) {
+  for (index_t c = 0; c < n; ++c) y[c] = C(0);
+}
+
+// How many scores a row keeps at once: the plan's key/value tile, or its largest value when the
+// plan is a run-time one (a local array needs a constant bound).
+template <class Plan>
+inline constexpr index_t kv_tile_capacity_v = [] {
+  if constexpr (StaticInt<decltype(Plan{}.kv_tile_extent())>)
+    return decltype(Plan{}.kv_tile_extent())::value;
+  else
+    return max_attention_tile;
+}();
+
+}  // namespace detail
+
+}  // namespace tessel::nn
