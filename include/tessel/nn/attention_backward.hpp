@@ -9,8 +9,8 @@
 // in two passes, each parallel without atomics: the dq pass (work item = batch, head, query tile;
 // a lane owns query rows) computes D_i into scratch and dq_i; the dk/dv pass (work item = batch,
 // head, key/value tile; a lane owns key rows) then dk_j and dv_j. FlashAttention-2 makes one pass
-// over key/value tiles and adds dq with atomics; two passes recompute s and dp once more (7 row
-// products per (i, j) instead of 5) and give the same bits whatever the threads (docs/attention.md).
+// over key/value tiles and adds dq with atomics; two passes compute S and dP twice (7 tile
+// products instead of 5) and give the same bits whatever the threads (docs/attention.md).
 #pragma once
 
 #include "../core/config.hpp"
@@ -25,6 +25,7 @@
 #include "attention_forward.hpp"
 #include "attention_plan.hpp"
 #include "attention_rows.hpp"
+#include "attention_tiles.hpp"
 
 namespace tessel::nn {
 
@@ -36,22 +37,27 @@ template <AnyAttentionPlan Plan, class Saved, class GO, class Delta>
 struct AttentionBackwardArgs {
   using C = typename GO::value_type;
   Plan plan{};
-  Saved saved;  // AttentionSaved of views
+  Saved saved;  // AttentionSaved (views)
   GO grad_out;
   Delta delta;  // (B, heads, T) D_i = dO_i . O_i
   C scale = 1;
 
-  // p_ij and ds_ij / sqrt(d) of query row i and key row j, with lse_i and D_i given.
-  template <Integer D>
-  TESSEL_HOST_DEVICE TESSEL_FORCEINLINE void probability(C const* qi, C const* doi, C const* kj,
-                                                         C const* vj, C lse_i, C delta_i, D d,
-                                                         C& p, C& ds) const {
-    p = math::exp(scale * row_dot(qi, kj, d) - lse_i);
-    ds = scale * (p * (row_dot(doi, vj, d) - delta_i));
+  // ds = p (dp - D) / sqrt(d) over a (rows, cols) tile whose p and dp are rows cols_cap apart,
+  // D per row (delta_col 0) or per column (delta_row 0); written over dp.
+  template <index_t ColsCap, class DR, class DC>
+  TESSEL_HOST_DEVICE void score_gradient(C const* p, C* dp, index_t rows, index_t cols,
+                                         C const* d, DR delta_row, DC delta_col) const {
+    for (index_t r = 0; r < rows; ++r)
+      for (index_t j = 0; j < cols; ++j) {
+        index_t const at = r * ColsCap + j;
+        dp[at] = scale * (p[at] * (dp[at] - d[r * delta_row + j * delta_col]));
+      }
   }
 };
 
-// The dq pass: work item = (batch, head, query tile); lane rows are query rows. Writes D_i too.
+// The dq pass: work item = (batch, head, query tile); a lane's rows are query rows. Per key/value
+// tile: S = Q K^T / sqrt(d), P = exp(S - lse) (masked: 0), dP = dO V^T, dS = P (dP - D) /
+// sqrt(d), dQ += dS K. Writes D_i (for the dk/dv pass) first.
 template <AnyAttentionPlan Plan, class Saved, class GO, class Delta, class DQ>
 struct AttentionGradQRows : AttentionBackwardArgs<Plan, Saved, GO, Delta> {
   using args_type = AttentionBackwardArgs<Plan, Saved, GO, Delta>;
@@ -61,34 +67,62 @@ struct AttentionGradQRows : AttentionBackwardArgs<Plan, Saved, GO, Delta> {
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t item) const {
     args_type const& a = *this;
+    using QTile = decltype(a.plan.q_tile_extent());
+    using KvTile = decltype(a.plan.kv_tile_extent());
+    constexpr index_t rows_cap = lane_rows_capacity_v<Ctx, tile_capacity_v<QTile>>;
+    constexpr index_t cols_cap = tile_capacity_v<KvTile>;
     auto const d = a.plan.head_dim_extent();
     auto const q_tile = a.plan.q_tile_extent();
+    auto const kv_tile = a.plan.kv_tile_extent();
     AttentionItem const w = attention_item(a.plan, a.plan.q_tile_count(), item);
     index_t const b = w.batch, h = w.head;
-    index_t const first = w.tile * q_tile;
-    index_t const last =
-        first + q_tile < a.plan.seq_extent() ? first + q_tile : a.plan.seq_extent();
-    for (index_t i = first + ctx.lane(); i < last; i += ctx.lanes()) {
-      C const* const qi = head_row(a.saved.q, b, i, h);
-      C const* const doi = head_row(a.grad_out, b, i, h);
-      C* const dqi = head_row(grad_q, b, i, h);
-      C const delta_i = row_dot(doi, static_cast<C const*>(head_row(a.saved.out, b, i, h)), d);
-      a.delta(b, h, i) = delta_i;
-      C const lse_i = a.saved.lse(b, h, i);
-      row_zero(dqi, d);
-      for (index_t j = 0; j <= i; ++j) {
-        C const* const kj = head_row(a.saved.k, b, j, h);
-        C p, ds;
-        a.probability(qi, doi, kj, head_row(a.saved.v, b, j, h), lse_i, delta_i, d, p, ds);
-        row_axpy(dqi, ds, kj, d);
+    index_t const tile_first = w.tile * q_tile;
+    index_t const t = a.plan.seq_extent();
+    LaneRows const mine =
+        lane_rows(ctx, tile_first, tile_first + q_tile < t ? tile_first + q_tile : t);
+    if (mine.count == 0) return;
+    auto const& sv = a.saved;
+    C const* const qs = head_row(sv.q, b, mine.first, h);          // (count, d)
+    C const* const dos = head_row(a.grad_out, b, mine.first, h);   // (count, d)
+    C* const dqs = head_row(grad_q, b, mine.first, h);             // (count, d)
+    auto const ldq = lane_row_stride(sv.q, ctx.lanes());
+    auto const lddo = lane_row_stride(a.grad_out, ctx.lanes());
+    auto const lddq = lane_row_stride(grad_q, ctx.lanes());
+    auto const ldk = get<1>(sv.k.stride());
+    auto const ldv = get<1>(sv.v.stride());
+    C p[rows_cap * cols_cap];   // (count, kv_tile) scores, then probabilities
+    C dp[rows_cap * cols_cap];  // (count, kv_tile) dO V^T, then dS
+    C lse_rows[rows_cap], delta_rows[rows_cap];
+    for (index_t r = 0; r < mine.count; ++r) {
+      index_t const i = mine.row(r);
+      delta_rows[r] = row_dot(dos + r * lddo, static_cast<C const*>(head_row(sv.out, b, i, h)), d);
+      a.delta(b, h, i) = delta_rows[r];
+      lse_rows[r] = sv.lse(b, h, i);
+      row_zero(dqs + r * lddq, d);
+    }
+    for (index_t first = 0; first <= mine.last(); first += kv_tile) {
+      index_t const cols = first + kv_tile <= mine.last() + 1 ? index_t{kv_tile}
+                                                              : mine.last() + 1 - first;
+      C const* const ks = head_row(sv.k, b, first, h);
+      product_abt(mine.count, cols, d, a.scale, qs, ldq, ks, ldk, C(0), p, Int<cols_cap>{});
+      for (index_t r = 0; r < mine.count; ++r) {
+        index_t const kept = mine.row(r) + 1 - first;  // key rows j <= i of this tile
+        for (index_t j = kept > 0 ? kept : 0; j < cols; ++j) p[r * cols_cap + j] = -math::infinity<C>();
       }
+      exp_shifted(p, mine.count, cols, Int<cols_cap>{}, lse_rows, Int<1>{}, Int<0>{});
+      product_abt(mine.count, cols, d, C(1), dos, lddo, head_row(sv.v, b, first, h), ldv, C(0),
+                  dp, Int<cols_cap>{});
+      a.template score_gradient<cols_cap>(p, dp, mine.count, cols, delta_rows, Int<1>{},
+                                          Int<0>{});
+      product_add_ab(mine.count, d, cols, dp, Int<cols_cap>{}, ks, ldk, dqs, lddq);
     }
   }
 };
 
-// The dk/dv pass: work item = (batch, head, key/value tile); lane rows are key rows. Query rows
-// are walked a query tile at a time, so a tile of q and dO rows serves every key row of the work
-// item while it is in cache. Reads the D_i the dq pass wrote.
+// The dk/dv pass: work item = (batch, head, key/value tile); a lane's rows are key rows. Per
+// query tile from the diagonal on: S^T = K Q^T / sqrt(d), P^T = exp(S^T - lse) (masked: 0),
+// dV += P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - D) / sqrt(d), dK += dS^T Q. Reads the D_i the
+// dq pass wrote.
 template <AnyAttentionPlan Plan, class Saved, class GO, class Delta, class DK, class DV>
 struct AttentionGradKVRows : AttentionBackwardArgs<Plan, Saved, GO, Delta> {
   using args_type = AttentionBackwardArgs<Plan, Saved, GO, Delta>;
@@ -99,36 +133,55 @@ struct AttentionGradKVRows : AttentionBackwardArgs<Plan, Saved, GO, Delta> {
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t item) const {
     args_type const& a = *this;
+    using QTile = decltype(a.plan.q_tile_extent());
+    using KvTile = decltype(a.plan.kv_tile_extent());
+    constexpr index_t rows_cap = lane_rows_capacity_v<Ctx, tile_capacity_v<KvTile>>;
+    constexpr index_t cols_cap = tile_capacity_v<QTile>;
     auto const d = a.plan.head_dim_extent();
-    auto const kv_tile = a.plan.kv_tile_extent();
     auto const q_tile = a.plan.q_tile_extent();
+    auto const kv_tile = a.plan.kv_tile_extent();
     index_t const t = a.plan.seq_extent();
     AttentionItem const w = attention_item(a.plan, a.plan.kv_tile_count(), item);
     index_t const b = w.batch, h = w.head;
-    index_t const first = w.tile * kv_tile;
-    index_t const last = first + kv_tile < t ? first + kv_tile : t;
-    for (index_t j = first + ctx.lane(); j < last; j += ctx.lanes()) {
-      row_zero(head_row(grad_k, b, j, h), d);
-      row_zero(head_row(grad_v, b, j, h), d);
+    index_t const tile_first = w.tile * kv_tile;
+    LaneRows const mine =
+        lane_rows(ctx, tile_first, tile_first + kv_tile < t ? tile_first + kv_tile : t);
+    if (mine.count == 0) return;
+    auto const& sv = a.saved;
+    C const* const ks = head_row(sv.k, b, mine.first, h);  // (count, d)
+    C const* const vs = head_row(sv.v, b, mine.first, h);  // (count, d)
+    C* const dks = head_row(grad_k, b, mine.first, h);     // (count, d)
+    C* const dvs = head_row(grad_v, b, mine.first, h);     // (count, d)
+    auto const ldk = lane_row_stride(sv.k, ctx.lanes());
+    auto const ldv = lane_row_stride(sv.v, ctx.lanes());
+    auto const lddk = lane_row_stride(grad_k, ctx.lanes());
+    auto const lddv = lane_row_stride(grad_v, ctx.lanes());
+    auto const ldq = get<1>(sv.q.stride());
+    auto const lddo = get<1>(a.grad_out.stride());
+    auto const lse_stride = get<2>(sv.lse.stride());
+    auto const delta_stride = get<2>(a.delta.stride());
+    for (index_t r = 0; r < mine.count; ++r) {
+      row_zero(dks + r * lddk, d);
+      row_zero(dvs + r * lddv, d);
     }
-    // Query tiles from the one holding the work item's first key row (the earlier ones are
-    // masked for every key row here).
-    for (index_t tile_first = first / q_tile * q_tile; tile_first < t; tile_first += q_tile) {
-      index_t const tile_last = tile_first + q_tile < t ? tile_first + q_tile : t;
-      for (index_t j = first + ctx.lane(); j < last; j += ctx.lanes()) {
-        C const* const kj = head_row(a.saved.k, b, j, h);
-        C const* const vj = head_row(a.saved.v, b, j, h);
-        C* const dkj = head_row(grad_k, b, j, h);
-        C* const dvj = head_row(grad_v, b, j, h);
-        for (index_t i = tile_first > j ? tile_first : j; i < tile_last; ++i) {
-          C const* const qi = head_row(a.saved.q, b, i, h);
-          C const* const doi = head_row(a.grad_out, b, i, h);
-          C p, ds;
-          a.probability(qi, doi, kj, vj, a.saved.lse(b, h, i), a.delta(b, h, i), d, p, ds);
-          row_axpy(dvj, p, doi, d);
-          row_axpy(dkj, ds, qi, d);
-        }
-      }
+    C p[rows_cap * cols_cap];   // (count, q_tile) scores S^T, then probabilities P^T
+    C dp[rows_cap * cols_cap];  // (count, q_tile) V dO^T, then dS^T
+    // Query tiles from the one holding the lane's first key row (earlier ones are masked).
+    for (index_t first = mine.first / q_tile * q_tile; first < t; first += q_tile) {
+      index_t const cols = first + q_tile <= t ? index_t{q_tile} : t - first;
+      C const* const qs = head_row(sv.q, b, first, h);
+      C const* const dos = head_row(a.grad_out, b, first, h);
+      product_abt(mine.count, cols, d, a.scale, ks, ldk, qs, ldq, C(0), p, Int<cols_cap>{});
+      for (index_t r = 0; r < mine.count; ++r)
+        for (index_t c = 0; c < cols && first + c < mine.row(r); ++c)
+          p[r * cols_cap + c] = -math::infinity<C>();
+      exp_shifted(p, mine.count, cols, Int<cols_cap>{}, &sv.lse(b, h, first), Int<0>{},
+                  lse_stride);
+      product_add_ab(mine.count, d, cols, p, Int<cols_cap>{}, dos, lddo, dvs, lddv);
+      product_abt(mine.count, cols, d, C(1), vs, ldv, dos, lddo, C(0), dp, Int<cols_cap>{});
+      a.template score_gradient<cols_cap>(p, dp, mine.count, cols, &a.delta(b, h, first),
+                                          Int<0>{}, delta_stride);
+      product_add_ab(mine.count, d, cols, dp, Int<cols_cap>{}, qs, ldq, dks, lddk);
     }
   }
 };

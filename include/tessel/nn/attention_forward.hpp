@@ -7,7 +7,8 @@
 //   s_j = (q_i . k_j) / sqrt(d),  j <= i, j in the tile
 //   m'  = max(m, max_j s_j),  p_j = exp(s_j - m')
 //   l   = l exp(m - m') + sum_j p_j,  o = o exp(m - m') + sum_j p_j v_j
-// and at the end out_i = o / l, lse_i = m + log l. No more than one tile of scores exists per row.
+// and at the end out_i = o / l, lse_i = m + log l. No more than one tile of scores exists per row;
+// the masked scores (j > i) of a diagonal tile are -inf, so their probabilities are 0.
 #pragma once
 
 #include "../core/config.hpp"
@@ -21,12 +22,15 @@
 #include "attention_checks.hpp"
 #include "attention_plan.hpp"
 #include "attention_rows.hpp"
+#include "attention_tiles.hpp"
 
 namespace tessel::nn {
 
 namespace detail {
 
-// The forward body: work item = (batch, head, query tile); the tile's rows are the lanes'.
+// The forward body: work item = (batch, head, query tile); the tile's rows are dealt to the
+// lanes, and each lane works on its rows as a matrix: per key/value tile, its scores S = Q K^T /
+// sqrt(d) (one product), the online-softmax update of each row, and O += P V (one product).
 template <AnyAttentionPlan Plan, class Q, class K, class V, class O, class L>
 struct AttentionForwardRows {
   using C = typename O::value_type;
@@ -40,46 +44,65 @@ struct AttentionForwardRows {
 
   template <class Ctx>
   TESSEL_HOST_DEVICE void operator()(Ctx const& ctx, index_t item) const {
+    using QTile = decltype(plan.q_tile_extent());
+    using KvTile = decltype(plan.kv_tile_extent());
+    constexpr index_t rows_cap = lane_rows_capacity_v<Ctx, tile_capacity_v<QTile>>;
+    constexpr index_t cols_cap = tile_capacity_v<KvTile>;
     auto const d = plan.head_dim_extent();
     auto const q_tile = plan.q_tile_extent();
-    AttentionItem const w = attention_item(plan, plan.q_tile_count(), item);
-    index_t const first = w.tile * q_tile;
-    index_t const last = first + q_tile < plan.seq_extent() ? first + q_tile : plan.seq_extent();
-    for (index_t i = first + ctx.lane(); i < last; i += ctx.lanes()) row(w, i, d);
-  }
-
- private:
-  // Query row i of (w.batch, w.head): its output row and log-sum-exp.
-  template <Integer D>
-  TESSEL_HOST_DEVICE void row(AttentionItem const& w, index_t i, D d) const {
     auto const kv_tile = plan.kv_tile_extent();
+    AttentionItem const w = attention_item(plan, plan.q_tile_count(), item);
     index_t const b = w.batch, h = w.head;
-    C const* const qi = head_row(q, b, i, h);
-    C* const oi = head_row(out, b, i, h);
-    row_zero(oi, d);
+    index_t const tile_first = w.tile * q_tile;
+    LaneRows const mine = lane_rows(
+        ctx, tile_first, tile_first + q_tile < plan.seq_extent() ? tile_first + q_tile
+                                                                 : index_t{plan.seq_extent()});
+    if (mine.count == 0) return;
+    C const* const qs = head_row(q, b, mine.first, h);  // (count, d) this lane's query rows
+    C* const os = head_row(out, b, mine.first, h);      // (count, d) their output rows
+    auto const ldq = lane_row_stride(q, ctx.lanes());
+    auto const ldo = lane_row_stride(out, ctx.lanes());
+    auto const ldk = get<1>(k.stride());
+    auto const ldv = get<1>(v.stride());
+    C s[rows_cap * cols_cap];  // (count, kv_tile) scores, then probabilities, rows cols_cap apart
     exec::LogSumExpOp<C> const lse_op{};
-    exec::LseState<C> state = lse_op.identity();
-    C s[kv_tile_capacity_v<Plan>];  // (kv_tile) this row's scores against one key/value tile
-    for (index_t first = 0; first <= i; first += kv_tile) {
-      index_t const n = first + kv_tile <= i + 1 ? index_t{kv_tile} : i + 1 - first;
-      C tile_max = -math::infinity<C>();
-      for (index_t j = 0; j < n; ++j) {
-        s[j] = scale * row_dot(qi, head_row(k, b, first + j, h), d);
-        tile_max = math::max(tile_max, s[j]);
-      }
-      C const m = math::max(state.max, tile_max);
-      C const rescale = math::exp(state.max - m);  // 0 for the first tile (max -inf)
-      C sum = 0;
-      for (index_t j = 0; j < n; ++j) {
-        s[j] = math::exp(s[j] - m);
-        sum += s[j];
-      }
-      state = {m, state.sum * rescale + sum};
-      if (rescale != C(1)) row_scale(oi, rescale, d);
-      for (index_t j = 0; j < n; ++j) row_axpy(oi, s[j], head_row(v, b, first + j, h), d);
+    exec::LseState<C> state[rows_cap];  // each row's running maximum and sum
+    for (index_t r = 0; r < mine.count; ++r) {
+      row_zero(os + r * ldo, d);
+      state[r] = lse_op.identity();
     }
-    row_scale(oi, C(1) / state.sum, d);
-    lse(b, h, i) = lse_op.finalize(state, 0);
+    for (index_t first = 0; first <= mine.last(); first += kv_tile) {
+      index_t const cols = first + kv_tile <= mine.last() + 1 ? index_t{kv_tile}
+                                                              : mine.last() + 1 - first;
+      product_abt(mine.count, cols, d, scale, qs, ldq, head_row(k, b, first, h), ldk, C(0), s,
+                  Int<cols_cap>{});
+      for (index_t r = 0; r < mine.count; ++r) {
+        C* const sr = s + r * cols_cap;
+        index_t const kept = mine.row(r) + 1 - first;  // key rows j <= i of this tile
+        if (kept <= 0) {  // the whole tile is masked for this row
+          row_zero(sr, cols);
+          continue;
+        }
+        index_t const n = kept < cols ? kept : cols;
+        for (index_t j = n; j < cols; ++j) sr[j] = C(0);
+        // The tile's state (m_t, sum_j exp(s_j - m_t)) merged into the row's, as exec::LogSumExpOp
+        // merges two states: both rescaled to m' = max(m, m_t); exp(m - m') also rescales the
+        // output row, exp(m_t - m') the probabilities.
+        exec::ShiftedExp<C> const tile = exp_shifted_row(sr, n);
+        C const m = math::max(state[r].max, tile.max);
+        C const old_factor = math::exp(state[r].max - m);  // 0 for the first tile
+        C const tile_factor = math::exp(tile.max - m);
+        state[r] = {m, state[r].sum * old_factor + tile.sum * tile_factor};
+        if (old_factor != C(1)) row_scale(os + r * ldo, old_factor, d);
+        if (tile_factor != C(1)) row_scale(sr, tile_factor, n);
+      }
+      product_add_ab(mine.count, d, cols, s, Int<cols_cap>{}, head_row(v, b, first, h), ldv, os,
+                     ldo);
+    }
+    for (index_t r = 0; r < mine.count; ++r) {
+      row_scale(os + r * ldo, C(1) / state[r].sum, d);
+      lse(b, h, mine.row(r)) = lse_op.finalize(state[r], 0);
+    }
   }
 };
 

@@ -103,15 +103,51 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE void row_zero(C* y, N n) {
   for (index_t c = 0; c < n; ++c) y[c] = C(0);
 }
 
-// How many scores a row keeps at once: the plan's key/value tile, or its largest value when the
-// plan is a run-time one (a local array needs a constant bound).
-template <class Plan>
-inline constexpr index_t kv_tile_capacity_v = [] {
-  if constexpr (StaticInt<decltype(Plan{}.kv_tile_extent())>)
-    return decltype(Plan{}.kv_tile_extent())::value;
+// A tile's rows at most: the static plan's, or the largest any plan picks (a local array needs
+// a constant bound).
+template <class Extent>
+inline constexpr index_t tile_capacity_v = [] {
+  if constexpr (StaticInt<Extent>)
+    return Extent::value;
   else
     return max_attention_tile;
 }();
+
+// The rows of a tile of at most Capacity rows that one lane of Ctx owns, at most: a tile's rows
+// are dealt to the lanes in turn, so with a static lane count (a CUDA block's) each lane keeps
+// ceil(Capacity / lanes) rows, with a run-time one all of them.
+template <class Ctx, index_t Capacity>
+inline constexpr index_t lane_rows_capacity_v = [] {
+  using Lanes = decltype(std::declval<Ctx const&>().lanes());
+  if constexpr (StaticInt<Lanes>)
+    return (Capacity + Lanes::value - 1) / Lanes::value;
+  else
+    return Capacity;
+}();
+
+// The rows of a tile [tile_first, tile_end) that a lane owns: first, first + step, ..., `count`
+// of them (0 when the lane has none).
+struct LaneRows {
+  index_t first;
+  index_t step;
+  index_t count;
+  TESSEL_HOST_DEVICE index_t row(index_t r) const { return first + r * step; }
+  TESSEL_HOST_DEVICE index_t last() const { return first + (count - 1) * step; }
+};
+template <class Ctx>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE LaneRows lane_rows(Ctx const& ctx, index_t tile_first,
+                                                         index_t tile_end) {
+  index_t const first = tile_first + ctx.lane();
+  index_t const step = ctx.lanes();
+  return {first, step, first < tile_end ? (tile_end - first + step - 1) / step : 0};
+}
+
+// The stride between rows (positions) of a (B, T, heads, head_dim) tensor, times `lanes`: the
+// row stride of a lane's rows as a matrix.
+template <class Tensor, Integer Lanes>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE auto lane_row_stride(Tensor const& t, Lanes lanes) {
+  return get<1>(t.stride()) * lanes;
+}
 
 }  // namespace detail
 
