@@ -382,23 +382,33 @@ TEST(Attention, SeveralLanesAndThreadsGiveTheSameBits) {
   Problem<float> serial(s, 9), threads(s, 9), lanes(s, 9);
   serial.run(plan);
   threads.run(plan, exec::OpenMP{.threads = 2});
-  // The forward body with three lanes per work item on host threads (a CUDA block's stand-in).
-  nn::detail::AttentionForwardRows const body{
+  // Every body with three lanes per work item on host threads (a CUDA block's stand-in): a
+  // lane's rows are every third row of a tile.
+  test::ThreadBlock block(3);
+  auto on_lanes = [&](auto const& body, index_t items) {
+    for (index_t item = 0; item < items; ++item)
+      block.run([&](auto const& ctx) {
+        body(ctx, item);
+        return 0;
+      });
+  };
+  nn::detail::AttentionForwardRows const forward{
       plan,          lanes.q.view(), lanes.k.view(), lanes.v.view(), lanes.out.view(),
       lanes.lse.view(), nn::detail::attention_scale<float>(s.d)};
-  test::ThreadBlock block(3);
-  for (index_t item = 0; item < plan.q_work_items(); ++item)
-    block.run([&](auto const& ctx) {
-      body(ctx, item);
-      return 0;
-    });
-  for (index_t i = 0; i < s.size(); ++i) {
-    ASSERT_EQ(threads.out[i], serial.out[i]);
-    ASSERT_EQ(threads.dq[i], serial.dq[i]);
-    ASSERT_EQ(threads.dk[i], serial.dk[i]);
-    ASSERT_EQ(threads.dv[i], serial.dv[i]);
-    ASSERT_EQ(lanes.out[i], serial.out[i]);
-  }
+  on_lanes(forward, plan.q_work_items());
+  auto delta = make_host_tensor<float>(make_shape(s.b, s.h, s.t));
+  auto const bodies = nn::detail::attention_backward_bodies(
+      plan, nn::AttentionSaved{lanes.q, lanes.k, lanes.v, lanes.out, lanes.lse}, lanes.go.view(),
+      nn::AttentionGrads{lanes.dq, lanes.dk, lanes.dv}, delta.view());
+  on_lanes(bodies.grad_q, plan.q_work_items());
+  on_lanes(bodies.grad_kv, plan.kv_work_items());
+  for (auto const* other : {&threads, &lanes})
+    for (index_t i = 0; i < s.size(); ++i) {
+      ASSERT_EQ(other->out[i], serial.out[i]);
+      ASSERT_EQ(other->dq[i], serial.dq[i]);
+      ASSERT_EQ(other->dk[i], serial.dk[i]);
+      ASSERT_EQ(other->dv[i], serial.dv[i]);
+    }
 }
 
 TEST(Attention, EmptyBatchesAndSequencesWriteNothing) {

@@ -186,6 +186,21 @@ struct AttentionGradKVRows : AttentionBackwardArgs<Plan, Saved, GO, Delta> {
   }
 };
 
+// The two passes' bodies over the checked views and D's (B, heads, T) scratch view: the dq pass
+// (plan.q_work_items() items), then the dk/dv pass (plan.kv_work_items()).
+template <class Plan, class Saved, class GO, class Grads, class Delta>
+auto attention_backward_bodies(Plan const& plan, Saved const& saved, GO const& grad_out,
+                               Grads const& grads, Delta const& delta) {
+  using C = typename GO::value_type;
+  using Args = AttentionBackwardArgs<Plan, Saved, GO, Delta>;
+  Args const args{plan, saved, grad_out, delta, attention_scale<C>(index_t{plan.head_dim_extent()})};
+  struct Bodies {
+    AttentionGradQRows<Plan, Saved, GO, Delta, decltype(grads.q)> grad_q;
+    AttentionGradKVRows<Plan, Saved, GO, Delta, decltype(grads.k), decltype(grads.v)> grad_kv;
+  };
+  return Bodies{{args, grads.q}, {args, grads.k, grads.v}};
+}
+
 }  // namespace detail
 
 // The gradients of attention_forward's out with respect to q, k and v, given grad_out (B, T,
@@ -217,23 +232,12 @@ void attention_backward(Plan const& plan, AttentionSaved<Q, K, V, O, L> const& s
   auto const delta = exec::Memory<X>::view(
       delta_storage.data(),
       make_layout(make_shape(plan.batch_extent(), plan.heads_extent(), plan.seq_extent())));
-  auto const& views = saved;  // views already
-  using Args = detail::AttentionBackwardArgs<Plan, decltype(views), decltype(grad_out.view()),
-                                             decltype(delta)>;
-  Args const args{plan, views, grad_out.view(), delta,
-                  detail::attention_scale<C>(index_t{plan.head_dim_extent()})};
+  auto const bodies = detail::attention_backward_bodies(plan, saved, grad_out.view(), grads, delta);
   index_t const row_work = index_t{plan.q_tile_extent()} * index_t{plan.seq_extent()} *
                            index_t{plan.head_dim_extent()};
   using exec::for_each_row;  // and exec::Cuda's, found through the executor's namespace
-  for_each_row(executor, plan.q_work_items(), row_work,
-               detail::AttentionGradQRows<Plan, decltype(views), decltype(grad_out.view()),
-                                          decltype(delta), decltype(grads.q.view())>{
-                   args, grads.q.view()});
-  for_each_row(executor, plan.kv_work_items(), row_work,
-               detail::AttentionGradKVRows<Plan, decltype(views), decltype(grad_out.view()),
-                                           decltype(delta), decltype(grads.k.view()),
-                                           decltype(grads.v.view())>{
-                   args, grads.k.view(), grads.v.view()});
+  for_each_row(executor, plan.q_work_items(), row_work, bodies.grad_q);
+  for_each_row(executor, plan.kv_work_items(), row_work, bodies.grad_kv);
 }
 
 // The same with the plan make_attention_plan gives q's shape.
