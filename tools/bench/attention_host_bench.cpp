@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <tessel/exec/host.hpp>
@@ -37,6 +38,29 @@ void tessel_attention(benchmark::State& state) {
   std::mt19937_64 rng(1);
   for (auto* t : {&q, &k, &v, &go}) fill_normal(*t, rng);
   constexpr auto plan = nn::make_attention_plan<float>(Int<B>{}, Int<H>{}, Int<T>{}, Int<D>{});
+  exec::OpenMP const x{.threads = bench_threads()};
+  for (auto _ : state) {
+    nn::attention_forward(plan, q, k, v, out, lse, x);
+    nn::attention_backward(plan, nn::AttentionSaved{q, k, v, out, lse}, go,
+                           nn::AttentionGrads{dq, dk, dv}, x);
+    benchmark::DoNotOptimize(dv.data());
+  }
+}
+
+// The tile budget's effect (docs/attention.md, "The plan"): the run-time plan of B 4, 12 heads,
+// head_dim 64 at T = range(0) with a budget of range(1) KiB.
+void tessel_attention_budget(benchmark::State& state) {
+  index_t const t = state.range(0);
+  auto const shape = make_shape(index_t{4}, t, index_t{12}, index_t{64});
+  auto q = make_host_tensor<float>(shape), k = make_host_tensor<float>(shape),
+       v = make_host_tensor<float>(shape), out = make_host_tensor<float>(shape),
+       go = make_host_tensor<float>(shape), dq = make_host_tensor<float>(shape),
+       dk = make_host_tensor<float>(shape), dv = make_host_tensor<float>(shape);
+  auto lse = make_host_tensor<float>(make_shape(index_t{4}, index_t{12}, t));
+  std::mt19937_64 rng(1);
+  for (auto* x : {&q, &k, &v, &go}) fill_normal(*x, rng);
+  auto const plan = nn::make_attention_plan<float>(4, 12, t, 64, state.range(1) << 10);
+  state.SetLabel(std::to_string(plan.q_tile) + " x " + std::to_string(plan.kv_tile));
   exec::OpenMP const x{.threads = bench_threads()};
   for (auto _ : state) {
     nn::attention_forward(plan, q, k, v, out, lse, x);
@@ -114,6 +138,9 @@ BENCHMARK(naive_attention<4, 64, 12, 64>)->Unit(benchmark::kMillisecond);
 BENCHMARK(tessel_attention<4, 256, 12, 64>)->Unit(benchmark::kMillisecond);
 BENCHMARK(naive_attention<4, 256, 12, 64>)->Unit(benchmark::kMillisecond);
 BENCHMARK(tessel_attention<4, 1024, 12, 64>)->Unit(benchmark::kMillisecond);
+BENCHMARK(tessel_attention_budget)
+    ->ArgsProduct({{256, 1024}, {16, 32, 64, 128, 256}})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

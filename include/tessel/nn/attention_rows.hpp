@@ -4,11 +4,7 @@
 // exec::SequentialContext on the host (exec/rows.hpp) and as one CUDA block per work item
 // (exec/cuda/rows.cuh).
 //
-// Why rows and not tile GEMMs: a work item's products are (tile x head_dim) by (head_dim x tile),
-// 64 x 64 x 64 at GPT-2's shapes, and the causal mask cuts every diagonal tile into a triangle. A
-// BLAS call per tile (exec::gemm) cannot run inside a device body, pays its packing per tile and
-// computes the masked half of diagonal tiles; rows that stop at the diagonal compute only what the
-// mask keeps. docs/design.md ("Attention") has the measurement.
+// The tile products and exponentials built from these are in attention_tiles.hpp.
 #pragma once
 
 #include <type_traits>
