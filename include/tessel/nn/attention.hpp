@@ -7,3 +7,4 @@
 #include "attention_forward.hpp"
 #include "attention_plan.hpp"
 #include "attention_plan_print.hpp"
+#include "attention_tensors.hpp"

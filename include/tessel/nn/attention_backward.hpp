@@ -25,6 +25,7 @@
 #include "attention_forward.hpp"
 #include "attention_plan.hpp"
 #include "attention_rows.hpp"
+#include "attention_tensors.hpp"
 #include "attention_tiles.hpp"
 
 namespace tessel::nn {

@@ -22,6 +22,7 @@
 #include "attention_checks.hpp"
 #include "attention_plan.hpp"
 #include "attention_rows.hpp"
+#include "attention_tensors.hpp"
 #include "attention_tiles.hpp"
 
 namespace tessel::nn {

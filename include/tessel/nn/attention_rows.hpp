@@ -1,6 +1,6 @@
-// What the attention kernel bodies share: the tensors a call reads and writes, the walk from a
-// work item to its (batch, head, tile), and the row arithmetic every body is made of (a dot
-// product of two head_dim rows, y += a x, y *= a). Host and device: the bodies run with
+// What the attention kernel bodies share: the walk from a work item to its (batch, head, tile)
+// and to a lane's rows of it, and the row arithmetic every body is made of (a dot product of two
+// head_dim rows, y += a x, y *= a). Host and device: the bodies run with
 // exec::SequentialContext on the host (exec/rows.hpp) and as one CUDA block per work item
 // (exec/cuda/rows.cuh).
 //
@@ -12,38 +12,11 @@
 
 #include "../core/config.hpp"
 #include "../core/int.hpp"
-#include "../exec/body/reduce_ops.hpp"
 #include "../expr/scalar_math.hpp"
 #include "../tensor/tensor.hpp"
 #include "attention_plan.hpp"
 
 namespace tessel::nn {
-
-// The tensors of an attention call: queries, keys and values (B, T, heads, head_dim), the output
-// (B, T, heads, head_dim) and each row's log-sum-exp (B, heads, T). Made from tensors (owning or
-// views, as the caller has them), it keeps views, which the kernel bodies copy by value.
-template <TensorType Q, TensorType K, TensorType V, TensorType O, TensorType L>
-struct AttentionSaved {
-  decltype(std::declval<Q const&>().view()) q;
-  decltype(std::declval<K const&>().view()) k;
-  decltype(std::declval<V const&>().view()) v;
-  decltype(std::declval<O const&>().view()) out;
-  decltype(std::declval<L const&>().view()) lse;
-
-  AttentionSaved(Q const& q_, K const& k_, V const& v_, O const& out_, L const& lse_)
-      : q(q_.view()), k(k_.view()), v(v_.view()), out(out_.view()), lse(lse_.view()) {}
-};
-
-// The gradients a backward call writes, each (B, T, heads, head_dim); views, like AttentionSaved.
-template <TensorType DQ, TensorType DK, TensorType DV>
-struct AttentionGrads {
-  decltype(std::declval<DQ const&>().view()) q;
-  decltype(std::declval<DK const&>().view()) k;
-  decltype(std::declval<DV const&>().view()) v;
-
-  AttentionGrads(DQ const& q_, DK const& k_, DV const& v_)
-      : q(q_.view()), k(k_.view()), v(v_.view()) {}
-};
 
 namespace detail {
 
