@@ -52,7 +52,8 @@ TEST(CudaAttention, ForwardAndBackwardMatchTheHostTwin) {
 TEST(CudaAttention, ShapesAreCheckedBeforeAnyCudaCall) {
   // Fake device pointers: any launch or copy would fault.
   auto* fake = reinterpret_cast<float*>(std::uintptr_t{256});
-  auto const t = make_device_tensor(fake, make_shape(index_t{2}, index_t{5}, index_t{3}, index_t{4}));
+  auto const t =
+      make_device_tensor(fake, make_shape(index_t{2}, index_t{5}, index_t{3}, index_t{4}));
   auto const lse = make_device_tensor(fake, make_shape(index_t{2}, index_t{3}, index_t{5}));
   auto const plan = nn::make_attention_plan<float>(2, 3, 6, 4);
   EXPECT_EQ(test::error_of([&] { nn::attention_forward(plan, t, t, t, t, lse, exec::Cuda{}); }),

@@ -27,8 +27,8 @@ SafetensorsFile run(SafetensorsFile const& in, index_t budget) {
   auto const shape = make_shape(b, t, h, d);
   auto load = [&](char const* name) {
     auto const& e = in.at(name);
-    check(e.shape == q_entry.shape, name, " has shape ", detail::shape_text(e.shape),
-          " but q has ", detail::shape_text(q_entry.shape), ".");
+    check(e.shape == q_entry.shape, name, " has shape ", detail::shape_text(e.shape), " but q has ",
+          detail::shape_text(q_entry.shape), ".");
     std::vector<C> values = e.as<C>();
     auto tensor = make_host_tensor<C>(shape);
     for (index_t i = 0; i < b * t * h * d; ++i) tensor[i] = values[static_cast<std::size_t>(i)];
@@ -62,8 +62,9 @@ SafetensorsFile run(SafetensorsFile const& in, index_t budget) {
 
 int main(int argc, char** argv) {
   if (argc != 3 && argc != 4) {
-    std::fprintf(stderr, "usage: tessel_attention_reference IN.safetensors OUT.safetensors "
-                         "[TILE_BUDGET]\n");
+    std::fprintf(stderr,
+                 "usage: tessel_attention_reference IN.safetensors OUT.safetensors "
+                 "[TILE_BUDGET]\n");
     return 1;
   }
   try {
@@ -72,8 +73,8 @@ int main(int argc, char** argv) {
     DType const dtype = in.at("q").dtype;
     check(dtype == DType::f32 || dtype == DType::f64, "q must be f32 or f64, got ",
           dtype_name(dtype), ".");
-    write_safetensors(argv[2], dtype == DType::f64 ? run<double>(in, budget)
-                                                   : run<float>(in, budget));
+    write_safetensors(argv[2],
+                      dtype == DType::f64 ? run<double>(in, budget) : run<float>(in, budget));
   } catch (std::exception const& e) {
     std::fprintf(stderr, "tessel_attention_reference: %s\n", e.what());
     return 1;

@@ -56,14 +56,14 @@ static_assert(make_attention_plan<float>(Int<2>{}, Int<3>{}, Int<5>{}, Int<8>{})
 static_assert(make_attention_plan<float>(Int<2>{}, Int<3>{}, Int<1>{}, Int<8>{}).q_tile == 1);
 static_assert(make_attention_plan<float>(Int<2>{}, Int<3>{}, Int<0>{}, Int<8>{}).num_q_tiles == 0);
 // A tight budget: a key/value tile shorter than the query tile, tiles shorter than T.
-constexpr auto tight = make_attention_plan<double>(Int<1>{}, Int<1>{}, Int<37>{}, Int<8>{},
-                                                   Int<8192>{});
+constexpr auto tight =
+    make_attention_plan<double>(Int<1>{}, Int<1>{}, Int<37>{}, Int<8>{}, Int<8192>{});
 static_assert(tight.q_tile == 32 && tight.kv_tile == 16 && tight.num_kv_tiles == 3);
 static_assert(make_attention_plan<double>(1, 1, 37, 8, 8192) == AttentionPlan(tight));
 // Mixed static and run-time extents: a run-time plan with the same numbers.
-static_assert(std::is_same_v<decltype(make_attention_plan<float>(Int<4>{}, 12, Int<64>{},
-                                                                 Int<64>{})),
-                             AttentionPlan>);
+static_assert(
+    std::is_same_v<decltype(make_attention_plan<float>(Int<4>{}, 12, Int<64>{}, Int<64>{})),
+                   AttentionPlan>);
 
 // The rule stated directly, over a grid of shapes: tiles halve in turn, key/value first, while
 // over budget, never below min(16, first); the counts cover T.
@@ -72,8 +72,9 @@ TEST(AttentionPlan, FollowsItsRuleOverAGridOfShapes) {
     for (index_t d : {1, 7, 32, 64, 80, 128, 256})
       for (index_t budget : {index_t{1} << 14, index_t{1} << 16, index_t{1} << 18})
         for (index_t bytes : {4, 8}) {
-          index_t const first = std::min<index_t>(128, std::bit_ceil<std::uint64_t>(
-                                                           static_cast<std::uint64_t>(std::max<index_t>(t, 1))));
+          index_t const first = std::min<index_t>(
+              128,
+              std::bit_ceil<std::uint64_t>(static_cast<std::uint64_t>(std::max<index_t>(t, 1))));
           auto fits = [&](index_t q, index_t kv) {
             return (q + 2 * kv) * d * bytes + q * kv * bytes <= budget;
           };
@@ -115,9 +116,10 @@ TEST(AttentionPlan, RejectsImpossibleShapesWithASentence) {
   EXPECT_EQ(error_of([] { (void)make_attention_plan<float>(4, 12, 64, 64, 1000); }),
             "an attention tile of 16 x 16 rows at head_dim 64 needs 13312 bytes, more than the "
             "tile budget of 1000 bytes.");
-  EXPECT_EQ(error_of([] { (void)make_attention_plan<float>(index_t{1} << 40, 1 << 20, 1 << 20, 1); }),
-            "an attention plan of batch 1099511627776, 1048576 heads and 1048576 positions has "
-            "more rows than a 64-bit size can count.");
+  EXPECT_EQ(
+      error_of([] { (void)make_attention_plan<float>(index_t{1} << 40, 1 << 20, 1 << 20, 1); }),
+      "an attention plan of batch 1099511627776, 1048576 heads and 1048576 positions has "
+      "more rows than a 64-bit size can count.");
 }
 
 TEST(AttentionPlan, PrintsOneLine) {
@@ -306,7 +308,8 @@ TEST(Attention, BackwardMatchesCentralFiniteDifferences) {
     return l;
   };
   double const eps = 1e-6;
-  for (auto [input, grad] : {std::pair{&p.q, &p.dq}, std::pair{&p.k, &p.dk}, std::pair{&p.v, &p.dv}})
+  for (auto [input, grad] :
+       {std::pair{&p.q, &p.dq}, std::pair{&p.k, &p.dk}, std::pair{&p.v, &p.dv}})
     for (index_t e : {index_t{0}, s.size() / 3, s.size() / 2 + 1, s.size() - 1}) {
       double const x = (*input)[e];
       (*input)[e] = x + eps;
@@ -337,8 +340,8 @@ TEST(Attention, StaticAndRunTimeShapesGiveTheSameBits) {
     v[i] = dynamic.v[i];
     go[i] = dynamic.go[i];
   }
-  constexpr auto plan = make_attention_plan<float>(Int<B>{}, Int<H>{}, Int<T>{}, Int<D>{},
-                                                   Int<8192>{});
+  constexpr auto plan =
+      make_attention_plan<float>(Int<B>{}, Int<H>{}, Int<T>{}, Int<D>{}, Int<8192>{});
   static_assert(plan.q_tile == 32 && plan.kv_tile == 16);
   nn::attention_forward(plan, q, k, v, out, lse, exec::Serial{});
   nn::attention_backward(plan, nn::AttentionSaved{q, k, v, out, lse}, go,
@@ -393,9 +396,13 @@ TEST(Attention, SeveralThreadsGiveTheSameBitsAndSeveralLanesTheSameValues) {
         return 0;
       });
   };
-  nn::detail::AttentionForwardRows const forward{
-      plan,          lanes.q.view(), lanes.k.view(), lanes.v.view(), lanes.out.view(),
-      lanes.lse.view(), nn::detail::attention_scale<float>(s.d)};
+  nn::detail::AttentionForwardRows const forward{plan,
+                                                 lanes.q.view(),
+                                                 lanes.k.view(),
+                                                 lanes.v.view(),
+                                                 lanes.out.view(),
+                                                 lanes.lse.view(),
+                                                 nn::detail::attention_scale<float>(s.d)};
   on_lanes(forward, plan.q_work_items());
   auto delta = make_host_tensor<float>(make_shape(s.b, s.h, s.t));
   auto const bodies = nn::detail::attention_backward_bodies(
@@ -441,8 +448,8 @@ TEST(AttentionErrors, ShapesAndStridesAreCheckedBeforeAnyWrite) {
   EXPECT_EQ(error_of([&] { nn::attention_forward(plan, p.q, p.k, p.v, p.out, wrong_lse); }),
             "lse has shape (2,5,3) but the attention plan's (B, heads, T) is (2,3,5).");
   auto wide = make_host_tensor<float>(make_shape(2, 5, 3, 8));
-  auto every_other = make_tensor(wide.data(), make_layout(make_shape(2, 5, 3, 4),
-                                                          make_stride(120, 24, 8, 2)));
+  auto every_other =
+      make_tensor(wide.data(), make_layout(make_shape(2, 5, 3, 4), make_stride(120, 24, 8, 2)));
   EXPECT_EQ(error_of([&] { nn::attention_forward(plan, p.q, every_other, p.v, p.out, p.lse); }),
             "k must be contiguous along head_dim (stride 1), got stride 2.");
   auto const f64 = make_attention_plan<double>(s.b, s.h, s.t, s.d);

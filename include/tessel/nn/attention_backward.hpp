@@ -46,8 +46,8 @@ struct AttentionBackwardArgs {
   // ds = p (dp - D) / sqrt(d) over a (rows, cols) tile whose p and dp are rows cols_cap apart,
   // D per row (delta_col 0) or per column (delta_row 0); written over dp.
   template <index_t ColsCap, class DR, class DC>
-  TESSEL_HOST_DEVICE void score_gradient(C const* p, C* dp, index_t rows, index_t cols,
-                                         C const* d, DR delta_row, DC delta_col) const {
+  TESSEL_HOST_DEVICE void score_gradient(C const* p, C* dp, index_t rows, index_t cols, C const* d,
+                                         DR delta_row, DC delta_col) const {
     for (index_t r = 0; r < rows; ++r)
       for (index_t j = 0; j < cols; ++j) {
         index_t const at = r * ColsCap + j;
@@ -83,9 +83,9 @@ struct AttentionGradQRows : AttentionBackwardArgs<Plan, Saved, GO, Delta> {
         lane_rows(ctx, tile_first, tile_first + q_tile < t ? tile_first + q_tile : t);
     if (mine.count == 0) return;
     auto const& sv = a.saved;
-    C const* const qs = head_row(sv.q, b, mine.first, h);          // (count, d)
-    C const* const dos = head_row(a.grad_out, b, mine.first, h);   // (count, d)
-    C* const dqs = head_row(grad_q, b, mine.first, h);             // (count, d)
+    C const* const qs = head_row(sv.q, b, mine.first, h);         // (count, d)
+    C const* const dos = head_row(a.grad_out, b, mine.first, h);  // (count, d)
+    C* const dqs = head_row(grad_q, b, mine.first, h);            // (count, d)
     auto const ldq = lane_row_stride(sv.q, ctx.lanes());
     auto const lddo = lane_row_stride(a.grad_out, ctx.lanes());
     auto const lddq = lane_row_stride(grad_q, ctx.lanes());
@@ -102,19 +102,19 @@ struct AttentionGradQRows : AttentionBackwardArgs<Plan, Saved, GO, Delta> {
       row_zero(dqs + r * lddq, d);
     }
     for (index_t first = 0; first <= mine.last(); first += kv_tile) {
-      index_t const cols = first + kv_tile <= mine.last() + 1 ? index_t{kv_tile}
-                                                              : mine.last() + 1 - first;
+      index_t const cols =
+          first + kv_tile <= mine.last() + 1 ? index_t{kv_tile} : mine.last() + 1 - first;
       C const* const ks = head_row(sv.k, b, first, h);
       product_abt(mine.count, cols, d, a.scale, qs, ldq, ks, ldk, C(0), p, Int<cols_cap>{});
       for (index_t r = 0; r < mine.count; ++r) {
         index_t const kept = mine.row(r) + 1 - first;  // key rows j <= i of this tile
-        for (index_t j = kept > 0 ? kept : 0; j < cols; ++j) p[r * cols_cap + j] = -math::infinity<C>();
+        for (index_t j = kept > 0 ? kept : 0; j < cols; ++j)
+          p[r * cols_cap + j] = -math::infinity<C>();
       }
       exp_shifted(p, mine.count, cols, Int<cols_cap>{}, lse_rows, Int<1>{}, Int<0>{});
-      product_abt(mine.count, cols, d, C(1), dos, lddo, head_row(sv.v, b, first, h), ldv, C(0),
-                  dp, Int<cols_cap>{});
-      a.template score_gradient<cols_cap>(p, dp, mine.count, cols, delta_rows, Int<1>{},
-                                          Int<0>{});
+      product_abt(mine.count, cols, d, C(1), dos, lddo, head_row(sv.v, b, first, h), ldv, C(0), dp,
+                  Int<cols_cap>{});
+      a.template score_gradient<cols_cap>(p, dp, mine.count, cols, delta_rows, Int<1>{}, Int<0>{});
       product_add_ab(mine.count, d, cols, dp, Int<cols_cap>{}, ks, ldk, dqs, lddq);
     }
   }
@@ -176,12 +176,11 @@ struct AttentionGradKVRows : AttentionBackwardArgs<Plan, Saved, GO, Delta> {
       for (index_t r = 0; r < mine.count; ++r)
         for (index_t c = 0; c < cols && first + c < mine.row(r); ++c)
           p[r * cols_cap + c] = -math::infinity<C>();
-      exp_shifted(p, mine.count, cols, Int<cols_cap>{}, &sv.lse(b, h, first), Int<0>{},
-                  lse_stride);
+      exp_shifted(p, mine.count, cols, Int<cols_cap>{}, &sv.lse(b, h, first), Int<0>{}, lse_stride);
       product_add_ab(mine.count, d, cols, p, Int<cols_cap>{}, dos, lddo, dvs, lddv);
       product_abt(mine.count, cols, d, C(1), vs, ldv, dos, lddo, C(0), dp, Int<cols_cap>{});
-      a.template score_gradient<cols_cap>(p, dp, mine.count, cols, &a.delta(b, h, first),
-                                          Int<0>{}, delta_stride);
+      a.template score_gradient<cols_cap>(p, dp, mine.count, cols, &a.delta(b, h, first), Int<0>{},
+                                          delta_stride);
       product_add_ab(mine.count, d, cols, dp, Int<cols_cap>{}, qs, ldq, dks, lddk);
     }
   }
@@ -194,7 +193,8 @@ auto attention_backward_bodies(Plan const& plan, Saved const& saved, GO const& g
                                Grads const& grads, Delta const& delta) {
   using C = typename GO::value_type;
   using Args = AttentionBackwardArgs<Plan, Saved, GO, Delta>;
-  Args const args{plan, saved, grad_out, delta, attention_scale<C>(index_t{plan.head_dim_extent()})};
+  Args const args{plan, saved, grad_out, delta,
+                  attention_scale<C>(index_t{plan.head_dim_extent()})};
   struct Bodies {
     AttentionGradQRows<Plan, Saved, GO, Delta, decltype(grads.q)> grad_q;
     AttentionGradKVRows<Plan, Saved, GO, Delta, decltype(grads.k), decltype(grads.v)> grad_kv;
@@ -234,16 +234,16 @@ void attention_backward(Plan const& plan, AttentionSaved<Q, K, V, O, L> const& s
       delta_storage.data(),
       make_layout(make_shape(plan.batch_extent(), plan.heads_extent(), plan.seq_extent())));
   auto const bodies = detail::attention_backward_bodies(plan, saved, grad_out.view(), grads, delta);
-  index_t const row_work = index_t{plan.q_tile_extent()} * index_t{plan.seq_extent()} *
-                           index_t{plan.head_dim_extent()};
+  index_t const row_work =
+      index_t{plan.q_tile_extent()} * index_t{plan.seq_extent()} * index_t{plan.head_dim_extent()};
   using exec::for_each_row;  // and exec::Cuda's, found through the executor's namespace
   for_each_row(executor, plan.q_work_items(), row_work, bodies.grad_q);
   for_each_row(executor, plan.kv_work_items(), row_work, bodies.grad_kv);
 }
 
 // The same with the plan make_attention_plan gives q's shape.
-template <class Q, class K, class V, class O, class L, TensorType GO, class DQ, class DK,
-          class DV, exec::Executor X = exec::Auto>
+template <class Q, class K, class V, class O, class L, TensorType GO, class DQ, class DK, class DV,
+          exec::Executor X = exec::Auto>
 void attention_backward(AttentionSaved<Q, K, V, O, L> const& saved, GO const& grad_out,
                         AttentionGrads<DQ, DK, DV> const& grads, X const& executor = {}) {
   attention_backward(make_attention_plan_for<typename GO::value_type>(saved.q.shape()), saved,

@@ -69,8 +69,7 @@ void check_head_tensor(Plan const& plan, Tensor const& t) {
   index_t const inner = to_index(get<3>(t.stride()));
   if (inner != 1 && to_index(get<3>(s)) > 1)
     throw_error(sentence(attention_tensor_names[Name],
-                         " must be contiguous along head_dim (stride 1), got stride ", inner,
-                         "."));
+                         " must be contiguous along head_dim (stride 1), got stride ", inner, "."));
 }
 
 // The (B, heads, T) log-sum-exp tensor of the plan.
@@ -87,8 +86,7 @@ void check_lse_tensor(Plan const& plan, Tensor const& t) {
   auto const got = make_shape(to_index(get<0>(s)), to_index(get<1>(s)), to_index(get<2>(s)));
   if (to_vector(got) != to_vector(expected))
     throw_error(sentence("lse has shape ", shape_text(got),
-                         " but the attention plan's (B, heads, T) is ", shape_text(expected),
-                         "."));
+                         " but the attention plan's (B, heads, T) is ", shape_text(expected), "."));
 }
 
 // One element type, float or double, the plan's size; tensors in the executor's space.
@@ -97,15 +95,16 @@ void check_attention_types(Plan const& plan) {
   using C = typename First::value_type;
   static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>,
                 "tessel: attention computes on float or double tensors.");
-  static_assert((std::is_same_v<typename Tensors::value_type, C> && ...) &&
-                    !std::is_const_v<typename First::element_type>,
-                "tessel: every attention tensor has the same element type (the first, an output, not "
-                "const).");
-  static_assert(!exec::HostExecutor<X> || (std::is_same_v<typename First::space, HostSpace> &&
-                                            (std::is_same_v<typename Tensors::space, HostSpace> &&
-                                             ...)),
-                "tessel: a host executor runs attention on host tensors; pass exec::Cuda for "
-                "device tensors (<tessel/nn/attention_cuda.cuh>).");
+  static_assert(
+      (std::is_same_v<typename Tensors::value_type, C> && ...) &&
+          !std::is_const_v<typename First::element_type>,
+      "tessel: every attention tensor has the same element type (the first, an output, not "
+      "const).");
+  static_assert(
+      !exec::HostExecutor<X> || (std::is_same_v<typename First::space, HostSpace> &&
+                                 (std::is_same_v<typename Tensors::space, HostSpace> && ...)),
+      "tessel: a host executor runs attention on host tensors; pass exec::Cuda for "
+      "device tensors (<tessel/nn/attention_cuda.cuh>).");
   if (plan.element_bytes != index_t{sizeof(C)})
     throw_error(sentence("the attention plan was made for ", plan.element_bytes,
                          "-byte elements but the tensors hold ", sizeof(C), "-byte ones."));

@@ -56,8 +56,8 @@ struct AttentionForwardRows {
     index_t const b = w.batch, h = w.head;
     index_t const tile_first = w.tile * q_tile;
     LaneRows const mine = lane_rows(
-        ctx, tile_first, tile_first + q_tile < plan.seq_extent() ? tile_first + q_tile
-                                                                 : index_t{plan.seq_extent()});
+        ctx, tile_first,
+        tile_first + q_tile < plan.seq_extent() ? tile_first + q_tile : index_t{plan.seq_extent()});
     if (mine.count == 0) return;
     C const* const qs = head_row(q, b, mine.first, h);  // (count, d) this lane's query rows
     C* const os = head_row(out, b, mine.first, h);      // (count, d) their output rows
@@ -73,14 +73,14 @@ struct AttentionForwardRows {
       state[r] = lse_op.identity();
     }
     for (index_t first = 0; first <= mine.last(); first += kv_tile) {
-      index_t const cols = first + kv_tile <= mine.last() + 1 ? index_t{kv_tile}
-                                                              : mine.last() + 1 - first;
+      index_t const cols =
+          first + kv_tile <= mine.last() + 1 ? index_t{kv_tile} : mine.last() + 1 - first;
       product_abt(mine.count, cols, d, scale, qs, ldq, head_row(k, b, first, h), ldk, C(0), s,
                   Int<cols_cap>{});
       for (index_t r = 0; r < mine.count; ++r) {
         C* const sr = s + r * cols_cap;
         index_t const kept = mine.row(r) + 1 - first;  // key rows j <= i of this tile
-        if (kept <= 0) {  // the whole tile is masked for this row
+        if (kept <= 0) {                               // the whole tile is masked for this row
           row_zero(sr, cols);
           continue;
         }
@@ -139,13 +139,16 @@ void attention_forward(Plan const& plan, Q const& q, K const& k, V const& v, O c
   detail::check_lse_tensor(plan, lse);
   using C = typename O::value_type;
   detail::AttentionForwardRows const body{
-      plan,     q.view(),
-      k.view(), v.view(),
-      out.view(), lse.view(),
+      plan,
+      q.view(),
+      k.view(),
+      v.view(),
+      out.view(),
+      lse.view(),
       detail::attention_scale<C>(index_t{plan.head_dim_extent()})};
   // A query tile's rows, each over half the sequence on average, head_dim wide.
-  index_t const row_work = index_t{plan.q_tile_extent()} * index_t{plan.seq_extent()} *
-                           index_t{plan.head_dim_extent()};
+  index_t const row_work =
+      index_t{plan.q_tile_extent()} * index_t{plan.seq_extent()} * index_t{plan.head_dim_extent()};
   using exec::for_each_row;  // and exec::Cuda's, found through the executor's namespace
   for_each_row(executor, plan.q_work_items(), row_work, body);
 }

@@ -148,8 +148,8 @@ constexpr void check_attention_arguments(index_t batch, index_t heads, index_t s
   index_t rows = 0, bytes = 0;
   if (mul_overflow(batch, heads, rows) || mul_overflow(rows, seq_len, rows) ||
       mul_overflow(rows, index_t{8}, bytes) || bytes > index_max - attention_scratch_alignment)
-    throw_error(sentence("an attention plan of batch ", batch, ", ", heads, " heads and ",
-                         seq_len, " positions has more rows than a 64-bit size can count."));
+    throw_error(sentence("an attention plan of batch ", batch, ", ", heads, " heads and ", seq_len,
+                         " positions has more rows than a 64-bit size can count."));
 }
 
 // The plan from run-time values: checked, then attention_tiles.
@@ -159,9 +159,9 @@ constexpr AttentionPlan attention_plan_values(index_t batch, index_t heads, inde
   check_attention_arguments(batch, heads, seq_len, head_dim, budget);
   AttentionPlan const p = attention_tiles(batch, heads, seq_len, head_dim, element_bytes, budget);
   if (p.tile_bytes > budget)
-    throw_error(sentence("an attention tile of ", p.q_tile, " x ", p.kv_tile,
-                         " rows at head_dim ", head_dim, " needs ", p.tile_bytes,
-                         " bytes, more than the tile budget of ", budget, " bytes."));
+    throw_error(sentence("an attention tile of ", p.q_tile, " x ", p.kv_tile, " rows at head_dim ",
+                         head_dim, " needs ", p.tile_bytes, " bytes, more than the tile budget of ",
+                         budget, " bytes."));
   return p;
 }
 
@@ -252,8 +252,7 @@ constexpr auto make_attention_plan(B batch, Heads heads, T seq_len, D head_dim,
   constexpr index_t bytes = static_cast<index_t>(sizeof(Element));
   if constexpr (StaticInt<B> && StaticInt<Heads> && StaticInt<T> && StaticInt<D> &&
                 StaticInt<Budget>) {
-    return StaticAttentionPlan<B::value, Heads::value, T::value, D::value, bytes,
-                               Budget::value>{};
+    return StaticAttentionPlan<B::value, Heads::value, T::value, D::value, bytes, Budget::value>{};
   } else {
     return detail::attention_plan_values(to_index(batch), to_index(heads), to_index(seq_len),
                                          to_index(head_dim), bytes, to_index(budget_bytes));

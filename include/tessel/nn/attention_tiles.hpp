@@ -72,8 +72,8 @@ TESSEL_HOST_DEVICE void exp_shifted(C* x, index_t rows, index_t cols, Ld ld, C c
       x[r * ld + j] = math::exp(x[r * ld + j] - shift[r * shift_row + j * shift_col]);
 #else
   auto const t = matrix_view(x, rows, cols, ld);
-  auto const s = make_tensor(
-      shift, make_layout(make_shape(rows, cols), make_stride(shift_row, shift_col)));
+  auto const s =
+      make_tensor(shift, make_layout(make_shape(rows, cols), make_stride(shift_row, shift_col)));
   assign(t, exp(t - s), exec::Serial{});
 #endif
 }
