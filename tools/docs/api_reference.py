@@ -28,7 +28,7 @@ LAYERS = [
     ("dist", "dist: communicators", "dist"),
     ("flce", "flce: fused linear cross-entropy", "flce"),
     ("shampoo", "shampoo: blocking plans and the optimizer", "shampoo"),
-    ("nn", "nn: model layer kernels", "nn"),
+    ("nn", "nn: model layer kernels and attention with its tiling plan", "nn"),
 ]
 
 TYPE = re.compile(r"^(?:template <.*> )?(?:class|struct|enum class|enum|concept|using) ([A-Za-z_]\w*)")

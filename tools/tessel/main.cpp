@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   app.name("tessel");
   app.require_subcommand(1);
   tessel::cli::add_plan_commands(app);
+  tessel::cli::add_attention_commands(app);
   tessel::cli::add_flce_commands(app);
   tessel::cli::add_shampoo_commands(app);
   try {
