@@ -58,6 +58,15 @@ void check_forward(char const* kernel, X const& x, Y const& y, W const& weight, 
   check_shape(kernel, "rstd", rstd, "x", x, rows);
 }
 
+// t's view, or Absent for an absent tensor (RMSNorm's bias and mean).
+template <class T>
+auto view_or_absent(T const& t) {
+  if constexpr (std::is_same_v<T, Absent>)
+    return Absent{};
+  else
+    return t.view();
+}
+
 // y (and the saved mean, rstd) of x; bias and mean are Absent for RMSNorm.
 template <bool Centered, exec::Executor Ex, class X, class Y, class W, class B, class M, class R>
 void norm_forward(Ex const& executor, char const* kernel, X const& x, Y const& y, W const& weight,
@@ -67,12 +76,6 @@ void norm_forward(Ex const& executor, char const* kernel, X const& x, Y const& y
   check_writable<Y, R>();
   check_forward<Centered>(kernel, x, y, weight, bias, mean, rstd);
   using C = norm_compute_t<X>;
-  auto const view_or_absent = [](auto const& t) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(t)>, Absent>)
-      return Absent{};
-    else
-      return t.view();
-  };
   using Body = NormForwardRows<Centered, C, decltype(x.view()), decltype(y.view()),
                                decltype(weight.view()), decltype(view_or_absent(bias)),
                                decltype(view_or_absent(mean)), decltype(rstd.view())>;
@@ -114,12 +117,6 @@ void norm_backward(Ex const& executor, char const* kernel, DX const& dx, DW cons
   }
 
   using C = norm_compute_t<X>;
-  auto const view_or_absent = [](auto const& t) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(t)>, Absent>)
-      return Absent{};
-    else
-      return t.view();
-  };
   using Body = NormBackwardRows<Centered, C, decltype(dx.view()), decltype(dy.view()),
                                 decltype(x.view()), decltype(weight.view()),
                                 decltype(view_or_absent(mean)), decltype(rstd.view())>;
