@@ -272,7 +272,7 @@ int run_demo(Settings const& s) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
 
-  Corpus const corpus = Corpus::load(s.corpus);
+  Corpus const corpus = Corpus::load(s.corpus, lm::context);
   double const entropy = corpus.unigram_entropy();
   std::printf("tessel lm_demo: a byte-level language model, FLCE head + Shampoo\n");
   std::printf("corpus: %s (%zu file(s), %zu bytes; every tenth KiB, %zu bytes, held out)\n",
