@@ -3,11 +3,17 @@
 // named parameter, the analytic d loss / d p at a few entries must agree with
 // (loss(p + h) - loss(p - h)) / 2h to 1e-6 relative. Also: two runs give the same bits, and
 // float32 agrees with float64 to 1e-4. Exits 1 on any failure; the test runs it.
+//
+// `gpt_check IN OUT`: the same model as the C++ side of tests/python/test_gpt.py: the float64
+// parameters under GPT-2's names and int64 "tokens" and "targets" (2 x 5) from the safetensors
+// file IN; the loss ("loss") and every parameter's gradient ("grad.<name>") into OUT.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <vector>
+
+#include <tessel/io/safetensors.hpp>
 
 #include "model.hpp"
 
@@ -31,9 +37,39 @@ std::vector<T> random_params(unsigned seed) {
   return p;
 }
 
+// The driver mode (see the top of the file).
+int run_on_files(char const* in, char const* out) {
+  auto const file = tessel::read_safetensors(in);
+  std::vector<double> params(static_cast<std::size_t>(Cfg::num_params));
+  auto const named = gpt::named_params<Cfg>();
+  for (auto const& np : named) {
+    auto const values = file.at(np.name).as<double>();
+    tessel::check(static_cast<index_t>(values.size()) == np.numel(), "gpt_check: ", np.name,
+                  " has ", values.size(), " values, not ", np.numel(), ".");
+    std::copy(values.begin(), values.end(), params.begin() + np.offset);
+  }
+  auto const to_ids = [&](char const* name) {
+    auto const v = file.at(name).as<std::int64_t>();
+    return std::vector<std::int32_t>(v.begin(), v.end());
+  };
+  auto const tokens = to_ids("tokens"), targets = to_ids("targets");
+  gpt::Model<Cfg, Bt, double, tessel::exec::Serial> model;
+  std::vector<double> grads(params.size());
+  double const loss = model.forward_backward(params, grads, tokens, targets);
+  tessel::SafetensorsFile result;
+  result.tensors.push_back(tessel::make_safetensors_entry("loss", {}, std::vector<double>{loss}));
+  for (auto const& np : named)
+    result.tensors.push_back(tessel::make_safetensors_entry(
+        "grad." + np.name, std::vector<std::int64_t>(np.shape.begin(), np.shape.end()),
+        std::span<double const>(grads.data() + np.offset, static_cast<std::size_t>(np.numel()))));
+  tessel::write_safetensors(out, result);
+  return 0;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 3) return run_on_files(argv[1], argv[2]);
   using tessel::index_t;
   std::vector<std::int32_t> tokens(10), targets(10);
   std::mt19937 rng(7);
