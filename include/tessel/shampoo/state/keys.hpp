@@ -12,9 +12,10 @@
 
 namespace tessel::shampoo {
 
-// ["0", "block_1", "shampoo", "factor_matrices", "0"]: the key as compact JSON, escaped as JSON
-// escapes (the names in state files written before are byte-identical). Bytes that are not UTF-8
-// are kept: writing the name to a safetensors file then fails with a sentence naming it.
+// ["0", "block_1", "shampoo", "factor_matrices", "0"]: the key as compact JSON, escaped as
+// nlohmann's dump() escaped it, so the names in state files written before are the same bytes.
+// Bytes that are not UTF-8 are kept: writing the name to a safetensors file then fails with a
+// sentence naming it.
 inline std::string flatten_state_key(StateKey const& key) {
   std::string out = "[";
   for (std::size_t i = 0; i < key.size(); ++i) {
