@@ -35,6 +35,9 @@ json::ParseError rejected(std::string_view text, std::size_t max_nesting = 64) {
   return p.error;
 }
 
+// Small, because a header of 100 MB of numbers is that many values (see Value).
+static_assert(sizeof(void*) != 8 || sizeof(Value) == 24);
+
 struct Rejection {
   std::string_view text;
   Reason reason;
@@ -314,6 +317,11 @@ TEST(JsonWrite, WritesCompactlyInMemberOrder) {
                                  {"m", Value::array()}});
   EXPECT_EQ(json::dump(v), R"({"z":[1,"a",null,true,false],"a":{},"m":[]})");
   EXPECT_EQ(round_trip(json::dump(v)), json::dump(v));
+  // Copies are deep.
+  Value copy = v;
+  copy.find("z")->items()[0] = 2;
+  EXPECT_EQ(json::dump(v.find("z")->items()[0]), "1");
+  EXPECT_EQ(json::dump(copy.find("z")->items()[0]), "2");
 }
 
 }  // namespace

@@ -10,12 +10,14 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -27,10 +29,13 @@
 
 namespace tessel::detail::json {
 
-enum class Kind { null, boolean, number, string, array, object };
+enum class Kind : unsigned char { null, boolean, number, string, array, object };
 
 // A JSON value. Objects keep their members in document (or insertion) order; numbers keep the
 // type nlohmann gave them, which decides what reads as an integer ("2" does, "2.0" does not).
+// 24 bytes, strings and containers on the heap: a hostile header of numbers ("[0,0,...") takes
+// about 12 bytes per byte of text (nlohmann's values: 8), not the 60 of a value that held a string
+// and two vectors; a safetensors header may be 100 MB.
 class Value {
  public:
   using Array = std::vector<Value>;
@@ -44,30 +49,49 @@ class Value {
       : kind_(Kind::number) {
     if constexpr (std::is_signed_v<I>) {
       number_ = Number::signed_integer;
-      signed_ = i;
+      bits_ = static_cast<std::uint64_t>(static_cast<std::int64_t>(i));
     } else {
       number_ = Number::unsigned_integer;
-      unsigned_ = i;
+      bits_ = i;
     }
   }
-  Value(double d) : kind_(Kind::number), number_(Number::floating), floating_(d) {}
-  Value(std::string s) : kind_(Kind::string), string_(std::move(s)) {}
+  Value(double d)
+      : kind_(Kind::number), number_(Number::floating), bits_(std::bit_cast<std::uint64_t>(d)) {}
+  Value(std::string s) : kind_(Kind::string), payload_(std::make_unique<Payload>()) {
+    payload_->string = std::move(s);
+  }
   Value(std::string_view s) : Value(std::string(s)) {}
   Value(char const* s) : Value(std::string(s)) {}  // not bool, which a pointer converts to
 
   static Value array(Array items = {}) {
     Value v;
     v.kind_ = Kind::array;
-    v.items_ = std::move(items);
+    v.payload_ = std::make_unique<Payload>();
+    v.payload_->items = std::move(items);
     return v;
   }
   static Value array(std::initializer_list<Value> items) { return array(Array(items)); }
   static Value object(Object members = {}) {
     Value v;
     v.kind_ = Kind::object;
-    v.members_ = std::move(members);
+    v.payload_ = std::make_unique<Payload>();
+    v.payload_->members = std::move(members);
     return v;
   }
+
+  Value(Value const& other)
+      : kind_(other.kind_),
+        number_(other.number_),
+        boolean_(other.boolean_),
+        bits_(other.bits_),
+        payload_(other.payload_ ? std::make_unique<Payload>(*other.payload_) : nullptr) {}
+  Value(Value&&) noexcept = default;
+  Value& operator=(Value const& other) {
+    if (this != &other) *this = Value(other);
+    return *this;
+  }
+  Value& operator=(Value&&) noexcept = default;
+  ~Value() = default;
 
   Kind kind() const { return kind_; }
   bool is_null() const { return kind_ == Kind::null; }
@@ -96,18 +120,18 @@ class Value {
     return "null";  // unreachable: kind_ is always one of the above
   }
 
-  // @pre the kind the name says
+  // @pre the kind the name says (the const ones give an empty string, array or object otherwise)
   bool boolean() const { return boolean_; }
-  std::string const& string() const { return string_; }
-  Array const& items() const { return items_; }
-  Array& items() { return items_; }
-  Object const& members() const { return members_; }
-  Object& members() { return members_; }
+  std::string const& string() const { return payload_ ? payload_->string : empty().string; }
+  Array const& items() const { return payload_ ? payload_->items : empty().items; }
+  Array& items() { return payload_->items; }
+  Object const& members() const { return payload_ ? payload_->members : empty().members; }
+  Object& members() { return payload_->members; }
 
   // The member named `key` (the first, for an object built with repeats); nullptr when there is
   // none or this is not an object.
   Value const* find(std::string_view key) const {
-    for (auto const& [k, v] : members_) {
+    for (auto const& [k, v] : members()) {
       if (k == key) return &v;
     }
     return nullptr;
@@ -120,42 +144,47 @@ class Value {
   // nullopt for anything else.
   std::optional<std::uint64_t> to_uint64() const {
     if (kind_ != Kind::number || number_ == Number::floating) return std::nullopt;
-    if (number_ == Number::unsigned_integer) return unsigned_;
-    if (signed_ < 0) return std::nullopt;
-    return static_cast<std::uint64_t>(signed_);
+    if (number_ == Number::signed_integer && signed_bits() < 0) return std::nullopt;
+    return bits_;
   }
   std::optional<std::int64_t> to_int64() const {
     if (kind_ != Kind::number || number_ == Number::floating) return std::nullopt;
-    if (number_ == Number::signed_integer) return signed_;
-    if (unsigned_ > static_cast<std::uint64_t>(INT64_MAX)) return std::nullopt;
-    return static_cast<std::int64_t>(unsigned_);
+    if (number_ == Number::unsigned_integer && signed_bits() < 0) return std::nullopt;
+    return signed_bits();
   }
   // Any number as a double (what a floating-point number holds, an integer converted).
   double to_double() const {
     switch (number_) {
       case Number::unsigned_integer:
-        return static_cast<double>(unsigned_);
+        return static_cast<double>(bits_);
       case Number::signed_integer:
-        return static_cast<double>(signed_);
+        return static_cast<double>(signed_bits());
       case Number::floating:
-        return floating_;
+        return std::bit_cast<double>(bits_);
     }
-    return floating_;  // unreachable
+    return 0;  // unreachable
   }
   bool is_floating() const { return kind_ == Kind::number && number_ == Number::floating; }
 
  private:
-  enum class Number { unsigned_integer, signed_integer, floating };
+  enum class Number : unsigned char { unsigned_integer, signed_integer, floating };
+
+  struct Payload {
+    std::string string;
+    Array items;
+    Object members;
+  };
+  std::int64_t signed_bits() const { return static_cast<std::int64_t>(bits_); }
+  static Payload const& empty() {
+    static Payload const none;
+    return none;
+  }
 
   Kind kind_ = Kind::null;
-  bool boolean_ = false;
   Number number_ = Number::unsigned_integer;
-  std::uint64_t unsigned_ = 0;
-  std::int64_t signed_ = 0;
-  double floating_ = 0;
-  std::string string_;
-  Array items_;
-  Object members_;
+  bool boolean_ = false;
+  std::uint64_t bits_ = 0;  // the number, as number_ says: a uint64, an int64 or a double's bits
+  std::unique_ptr<Payload> payload_;  // string, array, object
 };
 
 // ---- UTF-8 ----
