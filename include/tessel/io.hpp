@@ -1,6 +1,6 @@
 // tessel io: .npy and safetensors readers and writers. They need no JSON library: safetensors
 // headers are read and written by io/json.hpp. Separate from tessel.hpp so that programs without
-// file I/O do not compile it (about 1.3 s of g++ -O2 on its own, most of it <filesystem>,
+// file I/O do not compile it (about 1.2 s of g++ -O2 on its own, most of it <filesystem>,
 // <fstream> and the readers).
 #pragma once
 
