@@ -465,7 +465,7 @@ class Parser {
           value = Value(false);
           break;
         case Token::null_literal:
-          break;
+          break;  // value is null
         case Token::end_object:
         case Token::end_array:
         case Token::colon:
@@ -545,10 +545,7 @@ class Parser {
 
   // token_ should be a key; checks it is new, reads the colon, and scans the token after it.
   bool member_key() {
-    if (token_ != Token::string) {
-      fail_at(last_);
-      return false;
-    }
+    if (token_ != Token::string) return fail_at(last_);
     Frame& top = stack_.back();
     if (!top.keys.insert(string_).second) {
       error_.key = std::move(string_);
