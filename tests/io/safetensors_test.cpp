@@ -81,6 +81,41 @@ TEST(SafetensorsWrite, MatchesTheReferenceImplementationByteForByte) {
             le<std::uint64_t>({40}) + R"({"__metadata__":{"framework":"pt"}})" + "     ");
 }
 
+TEST(SafetensorsWrite, EscapesNamesAndMetadataAsTheFilesWrittenBeforeDid) {
+  // The bytes nlohmann/json wrote for this file when it built the header (before io/json.hpp):
+  // the metadata sorted by key, JSON escapes (\u00xx in lowercase hex for control characters;
+  // DEL, '/' and non-ASCII text as they are), then the tensors in order. Pinned so that files
+  // stay byte-identical; they read back to the same file.
+  TempDir dir;
+  SafetensorsFile file;
+  file.metadata = {{"format", "pt"},
+                   {"note",
+                    "quote \" backslash \\ newline \n tab \t ctrl \x01 del \x7f slash / "
+                    "\xc3\xbcn\xc3\xaf \xe2\x82\xac"},
+                   {"a/b", "x"}};
+  file.tensors = {entry("layer.0/weight \"q\"\t\x1f", DType::u8, {2}, "ab"),
+                  entry("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", DType::f32, {}, "abcd"),
+                  entry("empty", DType::bf16, {0, 3}, ""),
+                  entry("bigger", DType::i64, {1, 1}, "12345678")};
+  std::string const header =
+      R"({"__metadata__":{"a/b":"x","format":"pt","note":"quote \" backslash \\ newline \n tab )"
+      R"(\t ctrl \u0001 del )"
+      "\x7f"
+      R"( slash / )"
+      "\xc3\xbcn\xc3\xaf \xe2\x82\xac"
+      R"("},"layer.0/weight \"q\"\t\u001f":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},")"
+      "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
+      R"(":{"dtype":"F32","shape":[],"data_offsets":[2,6]},)"
+      R"("empty":{"dtype":"BF16","shape":[0,3],"data_offsets":[6,6]},)"
+      R"("bigger":{"dtype":"I64","shape":[1,1],"data_offsets":[6,14]}})"
+      "     ";
+  ASSERT_EQ(header.size(), 392u);
+  write_safetensors(dir / "x.safetensors", file);
+  std::string const bytes = read_file(dir / "x.safetensors");
+  EXPECT_EQ(bytes, le<std::uint64_t>({392}) + header + "ab" + "abcd" + "12345678");
+  expect_same(parse(bytes), file);
+}
+
 TEST(SafetensorsWrite, RoundTripsEveryDTypeAndShapeBitExactly) {
   TempDir dir;
   std::mt19937 random(3);
@@ -272,7 +307,13 @@ TEST(SafetensorsErrors, HeaderJson) {
   EXPECT_EQ(header_error("{} {}"),
             corrupted + "its header is not valid JSON (syntax error at byte 3).");
   EXPECT_EQ(header_error("[1, 2]"), corrupted + "its header is a JSON array, not an object.");
-  // Found by the safetensors fuzz target: nlohmann reports this as out_of_range, not parse_error.
+  // Refused as the reference implementation refuses them (nlohmann/json, used before, accepted
+  // them): a byte-order mark, and NUL bytes after the JSON instead of spaces.
+  EXPECT_EQ(header_error("\xef\xbb\xbf{}"),
+            corrupted + "its header is not valid JSON (syntax error at byte 0).");
+  EXPECT_EQ(header_error(std::string("{}\0\0\0\0\0\0", 8)),
+            corrupted + "its header is not valid JSON (syntax error at byte 2).");
+  // Found by the safetensors fuzz target: a number beyond the range of double.
   EXPECT_EQ(header_error(R"({"w": 7e77777})"),
             corrupted + "its header holds a number too large to represent.");
   EXPECT_EQ(header_error(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"

@@ -191,4 +191,18 @@ TEST(ShampooCheckpoint, DuplicatePathsAreRefused) {
   }
 }
 
+// A key that is not UTF-8 cannot name a tensor in a JSON header: refused with the sentence of
+// the safetensors writer, and no file is written.
+TEST(ShampooCheckpoint, AKeyThatIsNotUtf8IsRefusedByName) {
+  TempDir dir;
+  auto const path = dir / "state.safetensors";
+  std::vector<std::int64_t> step{1};
+  StateDict state;
+  state[{"0", "bad\xff"}] = make_state_tensor<std::int64_t>({}, step);
+  EXPECT_EQ(test::error_of([&] { save_state(path, state); }),
+            "cannot write " + path.string() +
+                ": the tensor name \"[\\\"0\\\",\\\"bad\xef\xbf\xbd\\\"]\" is not valid UTF-8.");
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <tessel/core/float16.hpp>
 #include <tessel/dist/single_process.hpp>
+#include <tessel/io/json.hpp>
 #include <tessel/shampoo/distributed_checkpoint.hpp>
 
 #include "io/io_test_support.hpp"
@@ -23,6 +24,7 @@ using namespace tessel::shampoo;
 using namespace distributed_support;
 using test_support::error_of;
 using test_support::TempDir;
+namespace json = tessel::detail::json;
 
 index_t total_numel() {
   index_t n = 0;
@@ -313,6 +315,12 @@ void expect_load_fails(DistributedShampoo<float>& opt, std::filesystem::path con
   EXPECT_EQ(opt.state_dict(), before);
 }
 
+json::Value read_index(std::filesystem::path const& dir) {
+  json::Parsed parsed = json::parse(test_support::read_file(dir / "index.json"), 64);
+  EXPECT_TRUE(parsed.value);
+  return parsed.value ? std::move(*parsed.value) : json::Value();
+}
+
 struct Saved {
   TempDir dir;
   std::vector<std::vector<float>> params = initial_params<float>();
@@ -338,12 +346,18 @@ TEST(DistributedShampooCheckpoint, DirectoryHoldsRankFilesAndAnIndex) {
   dist::SingleProcessCommunicator world;
   Saved saved(world, Options{});
   auto const dir = saved.dir / "ckpt";
-  std::ifstream in(dir / "index.json");
-  auto index = nlohmann::json::parse(in);
-  EXPECT_EQ(index["format"], "tessel.shampoo.distributed/1");
-  EXPECT_EQ(index["step"], 3);
-  EXPECT_EQ(index["files"], nlohmann::json::array({"rank_0.safetensors"}));
-  EXPECT_EQ(index["blocks"].size(), plan_for(1).num_blocks());
+  // The bytes nlohmann::json wrote before io/json.hpp: compact, keys sorted, a newline.
+  std::string blocks;
+  for (BlockPlan const& b : plan_for(1).blocks) {
+    blocks += tessel::detail::sentence(blocks.empty() ? "" : ",", "[", b.param, ",", b.index, ",",
+                                       b.rank, "]");
+  }
+  EXPECT_EQ(test_support::read_file(dir / "index.json"),
+            R"({"blocks":[)" + blocks +
+                R"(],"files":["rank_0.safetensors"],"format":"tessel.shampoo.distributed/1",)"
+                R"("num_ranks":1,"step":3})"
+                "\n");
+  EXPECT_EQ(read_index(dir).find("blocks")->items().size(), plan_for(1).num_blocks());
   auto file = read_safetensors(dir / "rank_0.safetensors");
   EXPECT_EQ(file.metadata.at("format"), "tessel.shampoo.state/1");
   EXPECT_EQ(file.metadata.at("step"), "3");
@@ -386,6 +400,11 @@ TEST(DistributedShampooCheckpoint, AForeignIndexIsRefused) {
   expect_load_fails(opt, dir,
                     prefix + "its format is not tessel.shampoo.distributed/1; nothing was loaded.",
                     [&] { test_support::write_file(dir / "index.json", R"({"format":"x"})"); });
+  // A key twice (nlohmann/json, which read indexes before io/json.hpp, kept the last) is no index.
+  expect_load_fails(opt, dir, prefix + "it is not a JSON object; nothing was loaded.", [&] {
+    test_support::write_file(dir / "index.json",
+                             R"({"format":"x","format":"tessel.shampoo.distributed/1"})");
+  });
   expect_load_fails(opt, dir, prefix + "a file is not a plain file name; nothing was loaded.", [&] {
     test_support::write_file(
         dir / "index.json",
@@ -406,32 +425,34 @@ TEST(DistributedShampooCheckpoint, AnIndexWithMissingOrMalformedFieldsIsRefused)
   DistributedShampoo<float> opt(world, plan_for(1));
   std::string const prefix =
       (dir / "index.json").string() + " is not a distributed Shampoo index: ";
-  std::ifstream in(dir / "index.json");
-  auto const good = nlohmann::json::parse(in);
+  json::Value const good = read_index(dir);
   auto with = [&](auto&& edit) {
     return [&, edit] {
-      auto j = good;
+      json::Value j = good;
       edit(j);
-      test_support::write_file(dir / "index.json", j.dump());
+      test_support::write_file(dir / "index.json", json::dump(j));
     };
   };
   std::string const tail = "; nothing was loaded.";
   expect_load_fails(opt, dir, prefix + "it has no step >= 0" + tail,
-                    with([](nlohmann::json& j) { j["step"] = -1; }));
+                    with([](json::Value& j) { *j.find("step") = -1; }));
   expect_load_fails(opt, dir, prefix + "it has no list of files" + tail,
-                    with([](nlohmann::json& j) { j["files"] = nlohmann::json::array(); }));
-  expect_load_fails(opt, dir, prefix + "it has no list of blocks" + tail,
-                    with([](nlohmann::json& j) { j.erase("blocks"); }));
-  expect_load_fails(opt, dir, prefix + "a block is not [parameter, block, file]" + tail,
-                    with([](nlohmann::json& j) {
-                      j["blocks"][0] = {0, 0};
+                    with([](json::Value& j) { *j.find("files") = json::Value::array(); }));
+  expect_load_fails(opt, dir, prefix + "it has no list of blocks" + tail, with([](json::Value& j) {
+                      std::erase_if(j.members(), [](auto const& m) { return m.first == "blocks"; });
                     }));
-  expect_load_fails(opt, dir, prefix + "it lists a block twice" + tail,
-                    with([](nlohmann::json& j) { j["blocks"][1] = j["blocks"][0]; }));
+  expect_load_fails(opt, dir, prefix + "a block is not [parameter, block, file]" + tail,
+                    with([](json::Value& j) {
+                      j.find("blocks")->items()[0] = json::Value::array({0, 0});
+                    }));
+  expect_load_fails(opt, dir, prefix + "it lists a block twice" + tail, with([](json::Value& j) {
+                      auto& blocks = j.find("blocks")->items();
+                      blocks[1] = blocks[0];
+                    }));
   expect_load_fails(opt, dir,
                     "the checkpoint " + dir.string() + " has no block 0 of parameter 0" + tail,
-                    with([](nlohmann::json& j) {
-                      j["blocks"][0] = {0, 9, 0};
+                    with([](json::Value& j) {
+                      j.find("blocks")->items()[0] = json::Value::array({0, 9, 0});
                     }));
 }
 
@@ -470,10 +491,9 @@ TEST(DistributedShampooCheckpoint, AStepMismatchBetweenIndexAndFileIsRefused) {
                     (dir / "rank_0.safetensors").string() +
                         " holds step 3 but index.json says 4; nothing was loaded.",
                     [&] {
-                      std::ifstream in(dir / "index.json");
-                      auto index = nlohmann::json::parse(in);
-                      index["step"] = 4;
-                      test_support::write_file(dir / "index.json", index.dump());
+                      json::Value index = read_index(dir);
+                      *index.find("step") = 4;
+                      test_support::write_file(dir / "index.json", json::dump(index));
                     });
 }
 

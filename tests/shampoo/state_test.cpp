@@ -104,6 +104,23 @@ TEST(ShampooState, KeysFlattenToJsonAndBack) {
                   "\" is not a JSON array of strings such as [\"0\",\"step\"].");
 }
 
+TEST(ShampooState, KeysFlattenToTheBytesStateFilesHoldAlready) {
+  // The names nlohmann/json wrote before io/json.hpp: JSON escapes, \u00xx in lowercase hex for
+  // control characters, DEL, '/' and non-ASCII text as they are.
+  StateKey const key{"0", "block_1", "a \"q\" \\ \n \x01 \xc3\xa9 \x7f /"};
+  std::string const flat = R"(["0","block_1","a \"q\" \\ \n \u0001 )"
+                           "\xc3\xa9 \x7f /\"]";
+  EXPECT_EQ(flatten_state_key(key), flat);
+  EXPECT_EQ(parse_state_key(flat), key);
+  EXPECT_EQ(flatten_state_key({}), "[]");
+  // Spaces and escapes another writer may use read the same.
+  EXPECT_EQ(parse_state_key(" [ \"0\" , \"\\u0062lock_1\" ]\n"), (StateKey{"0", "block_1"}));
+  for (char const* bad : {"[[\"0\"]]", "[\"0\",]", "[\"0\"] x", "[\"\\ud800\"]", "null"})
+    EXPECT_EQ(error_of([&] { parse_state_key(bad); }),
+              std::string("the state key \"") + bad +
+                  "\" is not a JSON array of strings such as [\"0\",\"step\"].");
+}
+
 // Each broken state must be refused with its sentence and change nothing.
 void expect_refused(StateDict const& broken, std::string const& message) {
   Shampoo<float> opt(state_plan(), state_options());

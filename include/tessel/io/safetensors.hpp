@@ -20,12 +20,11 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
 #include "detail/elements.hpp"
 #include "detail/files.hpp"
+#include "json.hpp"
 
 namespace tessel {
 
@@ -95,8 +94,6 @@ struct SafetensorsFile {
 
 namespace detail::io {
 
-using Json = nlohmann::ordered_json;
-
 // The reference implementation's limit: a longer header is rejected before being read.
 inline constexpr std::uint64_t safetensors_max_header = 100'000'000;
 
@@ -127,26 +124,17 @@ inline std::string_view safetensors_dtype_name(DType d) {
 // readable), shortened when very long.
 inline std::string json_quoted(std::string_view s) {
   constexpr std::size_t limit = 100;
-  std::string const shown(s.substr(0, limit));
-  std::string out = Json(shown).dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string out;
+  json::write_string(out, s.substr(0, limit), json::InvalidUtf8::replace);
   if (s.size() > limit) out.insert(out.size() - 1, "...");
   return out;
 }
 
 // A JSON value for an error message, shortened when very long.
-inline std::string json_brief(Json const& value) {
-  std::string s = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+inline std::string json_brief(json::Value const& value) {
+  std::string s = json::dump(value, json::InvalidUtf8::replace);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
-}
-
-// The non-negative integer a JSON value holds, if it is one.
-inline std::optional<std::uint64_t> json_unsigned(Json const& value) {
-  if (value.is_number_unsigned()) return value.get<std::uint64_t>();
-  if (value.is_number_integer() && value.get<std::int64_t>() >= 0) {
-    return static_cast<std::uint64_t>(value.get<std::int64_t>());
-  }
-  return std::nullopt;
 }
 
 template <class... Pieces>
@@ -173,77 +161,57 @@ struct SafetensorsHeader {
   std::vector<SafetensorsInfo> tensors;  // sorted by data offsets
 };
 
-// Parses JSON, rejecting what nlohmann would otherwise accept silently: a key repeated in an
-// object (nlohmann keeps the last one) and nesting deeper than a safetensors header has.
-inline Json parse_header_json(std::string const& text, std::string_view what) {
-  std::vector<std::set<std::string>> keys;  // per open object
-  std::string entry;                        // the current top-level key
-  Json::parser_callback_t const callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-      case Json::parse_event_t::array_start:
-        // The header object (depth 0) holds entries (1), which hold shapes and offsets (2).
-        if (depth > 2)
-          fail_corrupted(what, "its header nests deeper than a safetensors header does");
-        if (event == Json::parse_event_t::object_start) keys.emplace_back();
-        break;
-      case Json::parse_event_t::object_end:
-        keys.pop_back();
-        break;
-      case Json::parse_event_t::key: {
-        auto const& key = parsed.get_ref<std::string const&>();
-        if (!keys.back().insert(key).second) {
-          if (depth == 1)
-            fail_corrupted(what, "its header has two entries named ", json_quoted(key));
-          fail_corrupted(what, "the entry ", json_quoted(entry), " of its header has the key ",
-                         json_quoted(key), " twice");
-        }
-        if (depth == 1) entry = key;
-        break;
-      }
-      case Json::parse_event_t::array_end:
-      case Json::parse_event_t::value:
-        break;
-    }
-    return true;
-  };
-  try {
-    return Json::parse(text, callback);
-  } catch (Json::parse_error const& e) {
-    // e.byte counts from 1 and is one past the end when the input ends early. nlohmann's own
-    // message is not used: it quotes the offending token, which can be megabytes long.
-    if (e.byte > text.size()) {
+// The header's JSON value; tessel::Error saying why the text is not one. Besides syntax, it
+// refuses a key repeated in an object (readers that keep the first or the last would see
+// different tensors) and nesting deeper than a safetensors header has: the header object holds
+// entries, which hold shapes and offsets.
+inline json::Value parse_header_json(std::string const& text, std::string_view what) {
+  json::Parsed parsed = json::parse(text, 3);
+  if (parsed.value) return std::move(*parsed.value);
+  json::ParseError const& e = parsed.error;
+  switch (e.reason) {
+    case json::ParseError::Reason::syntax:
+      break;
+    case json::ParseError::Reason::truncated:
       fail_corrupted(what, "its header is not valid JSON (it ends in the middle of a value)");
-    }
-    fail_corrupted(what, "its header is not valid JSON (syntax error at byte ", e.byte - 1, ")");
-  } catch (Json::out_of_range const&) {
-    // A number too large for any JSON number type (found by tests/fuzz/safetensors_fuzz.cpp).
-    fail_corrupted(what, "its header holds a number too large to represent");
+    case json::ParseError::Reason::number_too_large:
+      // Found by tests/fuzz/safetensors_fuzz.cpp (7e77777).
+      fail_corrupted(what, "its header holds a number too large to represent");
+    case json::ParseError::Reason::too_deep:
+      fail_corrupted(what, "its header nests deeper than a safetensors header does");
+    case json::ParseError::Reason::repeated_key:
+      // e.path[1] is the key of the entry around the repeated key ("" when the header is an array).
+      if (e.path.size() == 1) {
+        fail_corrupted(what, "its header has two entries named ", json_quoted(e.key));
+      }
+      fail_corrupted(what, "the entry ", json_quoted(e.path[1]), " of its header has the key ",
+                     json_quoted(e.key), " twice");
   }
+  fail_corrupted(what, "its header is not valid JSON (syntax error at byte ", e.offset, ")");
 }
 
-inline SafetensorsInfo parse_safetensors_entry(std::string const& name, Json const& value,
+inline SafetensorsInfo parse_safetensors_entry(std::string const& name, json::Value const& value,
                                                std::string_view what) {
   if (!value.is_object()) {
     fail_tensor(what, name, "is a JSON ", value.type_name(),
                 ", not an object with dtype, shape and data_offsets");
   }
-  for (auto const& [key, ignored] : value.items()) {
+  for (auto const& [key, ignored] : value.members()) {
     if (key != "dtype" && key != "shape" && key != "data_offsets") {
       fail_tensor(what, name, "has the unexpected key ", json_quoted(key),
                   " (an entry has exactly dtype, shape and data_offsets)");
     }
   }
   for (char const* key : {"dtype", "shape", "data_offsets"}) {
-    if (!value.contains(key)) fail_tensor(what, name, "has no \"", key, "\"");
+    if (!value.find(key)) fail_tensor(what, name, "has no \"", key, "\"");
   }
   SafetensorsInfo info;
   info.name = name;
 
-  Json const& dtype = value.at("dtype");
+  json::Value const& dtype = *value.find("dtype");
   if (!dtype.is_string())
     fail_tensor(what, name, "has dtype ", json_brief(dtype), ", which is not a string");
-  auto const found = std::ranges::find(safetensors_dtypes, dtype.get_ref<std::string const&>(),
+  auto const found = std::ranges::find(safetensors_dtypes, dtype.string(),
                                        &std::pair<std::string_view, DType>::first);
   if (found == safetensors_dtypes.end()) {
     throw_error(sentence(what, " has tensor ", json_quoted(name), " of dtype ", json_brief(dtype),
@@ -252,13 +220,13 @@ inline SafetensorsInfo parse_safetensors_entry(std::string const& name, Json con
   }
   info.dtype = found->second;
 
-  Json const& shape = value.at("shape");
+  json::Value const& shape = *value.find("shape");
   if (!shape.is_array()) {
     fail_tensor(what, name, "has shape ", json_brief(shape),
                 ", which is not a list of non-negative integers");
   }
-  for (Json const& e : shape) {
-    auto const extent = json_unsigned(e);
+  for (json::Value const& e : shape.items()) {
+    auto const extent = e.to_uint64();
     if (!extent) {
       fail_tensor(what, name, "has shape ", json_brief(shape),
                   ", which is not a list of non-negative integers");
@@ -270,11 +238,11 @@ inline SafetensorsInfo parse_safetensors_entry(std::string const& name, Json con
     info.shape.push_back(static_cast<std::int64_t>(*extent));
   }
 
-  Json const& offsets = value.at("data_offsets");
+  json::Value const& offsets = *value.find("data_offsets");
   std::optional<std::uint64_t> begin, end;
-  if (offsets.is_array() && offsets.size() == 2) {
-    begin = json_unsigned(offsets[0]);
-    end = json_unsigned(offsets[1]);
+  if (offsets.is_array() && offsets.items().size() == 2) {
+    begin = offsets.items()[0].to_uint64();
+    end = offsets.items()[1].to_uint64();
   }
   if (!begin || !end) {
     fail_tensor(what, name, "has data_offsets ", json_brief(offsets),
@@ -303,13 +271,13 @@ inline SafetensorsInfo parse_safetensors_entry(std::string const& name, Json con
 // Validates the header JSON; `data_size` is the number of bytes after the header.
 inline SafetensorsHeader parse_safetensors_header(std::string const& text, std::uint64_t data_size,
                                                   std::string_view what) {
-  Json const root = parse_header_json(text, what);
+  json::Value const root = parse_header_json(text, what);
   if (!root.is_object()) {
     throw_error(sentence(what, " is corrupted: its header is a JSON ", root.type_name(),
                          ", not an object."));
   }
   SafetensorsHeader h;
-  for (auto const& [key, value] : root.items()) {
+  for (auto const& [key, value] : root.members()) {
     if (key != "__metadata__") {
       h.tensors.push_back(parse_safetensors_entry(key, value, what));
       continue;
@@ -319,12 +287,12 @@ inline SafetensorsHeader parse_safetensors_header(std::string const& text, std::
       throw_error(sentence(what, " is corrupted: its __metadata__ is a JSON ", value.type_name(),
                            ", not an object of strings."));
     }
-    for (auto const& [k, v] : value.items()) {
+    for (auto const& [k, v] : value.members()) {
       if (!v.is_string()) {
         throw_error(sentence(what, " is corrupted: its __metadata__ entry ", json_quoted(k),
                              " is a JSON ", v.type_name(), ", not a string."));
       }
-      h.metadata.emplace(k, v.get<std::string>());
+      h.metadata.emplace(k, v.string());
     }
   }
   // Data order is the file's order. Stable, so zero-size tensors that share an offset keep
@@ -410,22 +378,19 @@ template <class... Pieces>
 // there is any) first, then the tensors in order, each {"dtype", "shape", "data_offsets"},
 // padded with spaces to a multiple of 8 bytes. Validates the tensors.
 inline std::string safetensors_header_for(SafetensorsFile const& file, std::string_view what) {
-  // nlohmann throws a type_error on invalid UTF-8 only when dumping everything; checking each
-  // string first lets the message say which one.
+  // JSON text is UTF-8; checking each string lets the message say which one is not.
   auto const check_utf8 = [&](std::string const& s, char const* role) {
-    try {
-      (void)Json(s).dump();
-    } catch (Json::type_error const&) {
-      fail_write(what, role, " ", json_quoted(s), " is not valid UTF-8");
-    }
+    if (!json::is_valid_utf8(s)) fail_write(what, role, " ", json_quoted(s), " is not valid UTF-8");
   };
-  Json root = Json::object();
+  json::Value root = json::Value::object();
   if (!file.metadata.empty()) {
+    json::Value metadata = json::Value::object();
     for (auto const& [k, v] : file.metadata) {
       check_utf8(k, "the metadata key");
       check_utf8(v, "the metadata value");
+      metadata.members().emplace_back(k, v);
     }
-    root["__metadata__"] = file.metadata;
+    root.members().emplace_back("__metadata__", std::move(metadata));
   }
   std::set<std::string_view> names;
   std::uint64_t offset = 0;
@@ -454,14 +419,15 @@ inline std::string safetensors_header_for(SafetensorsFile const& file, std::stri
                  safetensors_dtype_name(t.dtype), " needs ",
                  nbytes ? std::to_string(*nbytes) : std::string("more than 2^63"));
     }
-    Json entry = Json::object();
-    entry["dtype"] = safetensors_dtype_name(t.dtype);
-    entry["shape"] = t.shape;
-    entry["data_offsets"] = Json::array({offset, offset + t.data.size()});
-    root[t.name] = std::move(entry);
-    offset += t.data.size();
+    json::Value::Array shape(t.shape.begin(), t.shape.end());
+    std::uint64_t const end = offset + t.data.size();
+    root.members().emplace_back(
+        t.name, json::Value::object({{"dtype", safetensors_dtype_name(t.dtype)},
+                                     {"shape", json::Value::array(std::move(shape))},
+                                     {"data_offsets", json::Value::array({offset, end})}}));
+    offset = end;
   }
-  std::string header = root.dump();
+  std::string header = json::dump(root);
   header.append((8 - header.size() % 8) % 8, ' ');
   // Readers (the reference one included) refuse such a file, so do not write it.
   if (header.size() > safetensors_max_header) {

@@ -9,14 +9,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "../../io/json.hpp"
 #include "../state/checkpoint.hpp"
 #include "distributed.hpp"
 
@@ -53,21 +53,24 @@ void save_checkpoint(DistributedShampoo<T> const& optimizer, std::filesystem::pa
   });
   detail::agree(world, [&] {
     if (world.rank() != 0) return;
-    nlohmann::json index;
-    index["format"] = distributed_index_format;
-    index["step"] = step;
-    index["num_ranks"] = optimizer.group_size();
-    nlohmann::json files = nlohmann::json::array();
-    for (index_t r = 0; r < optimizer.group_size(); ++r) files.push_back(rank_file_name(r));
-    index["files"] = files;
-    nlohmann::json blocks = nlohmann::json::array();
-    for (auto const& b : optimizer.plan().blocks) blocks.push_back({b.param, b.index, b.rank});
-    index["blocks"] = blocks;
+    namespace json = tessel::detail::json;
+    json::Value::Array files;
+    for (index_t r = 0; r < optimizer.group_size(); ++r) files.emplace_back(rank_file_name(r));
+    json::Value::Array blocks;
+    for (auto const& b : optimizer.plan().blocks)
+      blocks.push_back(json::Value::array({b.param, b.index, b.rank}));
+    // Keys in sorted order, as nlohmann::json (a std::map) wrote them: the same bytes as before.
+    json::Value const index =
+        json::Value::object({{"blocks", json::Value::array(std::move(blocks))},
+                             {"files", json::Value::array(std::move(files))},
+                             {"format", distributed_index_format},
+                             {"num_ranks", optimizer.group_size()},
+                             {"step", step}});
     std::filesystem::path const path = dir / "index.json";
     std::filesystem::path const tmp = dir / "index.json.tmp";
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << index.dump() << '\n';
+      out << json::dump(index) << '\n';
       if (!out.flush())
         tessel::detail::throw_error(
             tessel::detail::sentence("cannot write the checkpoint index ", tmp.string(), "."));
@@ -97,37 +100,43 @@ inline DistributedIndex read_distributed_index(std::filesystem::path const& dir)
   if (!in)
     tessel::detail::throw_error(tessel::detail::sentence(
         "the checkpoint directory ", dir.string(), " has no index.json; nothing was loaded."));
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  std::string const text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   auto bad = [&](char const* why) {
     tessel::detail::throw_error(tessel::detail::sentence(
         path.string(), " is not a distributed Shampoo index: ", why, "; nothing was loaded."));
   };
-  if (j.is_discarded() || !j.is_object()) bad("it is not a JSON object");
-  if (!j.contains("format") || j["format"] != distributed_index_format)
+  namespace json = tessel::detail::json;
+  // An index nests three levels (the object, its list of blocks, a block); the limit only bounds
+  // what a foreign file costs to read. A key repeated in an object makes a text no index either.
+  json::Parsed const parsed = json::parse(text, 64);
+  if (!parsed.value || !parsed.value->is_object()) bad("it is not a JSON object");
+  json::Value const& j = *parsed.value;
+  json::Value const* format = j.find("format");
+  if (!format || !format->is_string() || format->string() != distributed_index_format)
     bad("its format is not tessel.shampoo.distributed/1");
-  if (!j.contains("step") || !j["step"].is_number_integer() || j["step"].get<std::int64_t>() < 0)
-    bad("it has no step >= 0");
-  if (!j.contains("files") || !j["files"].is_array() || j["files"].empty())
-    bad("it has no list of files");
-  if (!j.contains("blocks") || !j["blocks"].is_array()) bad("it has no list of blocks");
+  json::Value const* step = j.find("step");
+  if (!step || !step->to_int64() || *step->to_int64() < 0) bad("it has no step >= 0");
+  json::Value const* files = j.find("files");
+  if (!files || !files->is_array() || files->items().empty()) bad("it has no list of files");
+  json::Value const* blocks = j.find("blocks");
+  if (!blocks || !blocks->is_array()) bad("it has no list of blocks");
   DistributedIndex index;
-  index.step = j["step"].get<std::int64_t>();
-  for (auto const& f : j["files"]) {
-    if (!f.is_string() || f.get<std::string>().empty() ||
-        std::filesystem::path(f.get<std::string>()).has_parent_path())
+  index.step = *step->to_int64();
+  for (json::Value const& f : files->items()) {
+    if (!f.is_string() || f.string().empty() || std::filesystem::path(f.string()).has_parent_path())
       bad("a file is not a plain file name");
-    index.files.push_back(f.get<std::string>());
+    index.files.push_back(f.string());
   }
-  for (auto const& b : j["blocks"]) {
-    if (!b.is_array() || b.size() != 3 || !b[0].is_number_integer() || !b[1].is_number_integer() ||
-        !b[2].is_number_integer())
+  for (json::Value const& b : blocks->items()) {
+    if (!b.is_array() || b.items().size() != 3 || !b.items()[0].to_int64() ||
+        !b.items()[1].to_int64() || !b.items()[2].to_int64())
       bad("a block is not [parameter, block, file]");
-    auto const file = b[2].get<std::int64_t>();
+    index_t const param = *b.items()[0].to_int64();
+    index_t const block = *b.items()[1].to_int64();
+    std::int64_t const file = *b.items()[2].to_int64();
     if (file < 0 || file >= static_cast<std::int64_t>(index.files.size()))
       bad("a block names a file it does not list");
-    if (!index.file_of_block
-             .emplace(std::pair{b[0].get<index_t>(), b[1].get<index_t>()},
-                      static_cast<std::size_t>(file))
+    if (!index.file_of_block.emplace(std::pair{param, block}, static_cast<std::size_t>(file))
              .second)
       bad("it lists a block twice");
   }
