@@ -1,9 +1,27 @@
 """Shared inputs and the PyTorch reference for tessel's Python tests."""
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def built_program(relative):
+    """A program of the C++ build at `relative` (e.g. "bin/gpt_check") under $TESSEL_BUILD_DIR,
+    else build/default or build/host; None when it is not built (the tests then skip, saying how
+    to build it)."""
+    dirs = ([Path(os.environ["TESSEL_BUILD_DIR"])] if os.environ.get("TESSEL_BUILD_DIR")
+            else [ROOT / "build/default", ROOT / "build/host"])
+    for d in dirs:
+        if (d / relative).is_file():
+            return d / relative
+    return None
+
 
 ROWS, HIDDEN, VOCAB = 13, 8, 11
 TOLERANCE = {np.float32: dict(rtol=2e-5, atol=2e-6), np.float64: dict(rtol=1e-11, atol=1e-12)}

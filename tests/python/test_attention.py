@@ -9,7 +9,6 @@ the tests skip, saying how to build it
 (`cmake --build --preset host --target tessel_attention_reference`)."""
 
 import json
-import os
 import struct
 import subprocess
 from pathlib import Path
@@ -18,18 +17,14 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import built_program
 
-ROOT = Path(__file__).resolve().parents[2]
 DTYPES = {np.float64: "F64", np.float32: "F32"}
 
 
 def driver():
     """The tessel_attention_reference program, or None."""
-    dirs = [os.environ.get("TESSEL_BUILD_DIR"), ROOT / "build/default", ROOT / "build/host"]
-    for d in dirs:
-        if d and (Path(d) / "bin/tessel_attention_reference").is_file():
-            return Path(d) / "bin/tessel_attention_reference"
-    return None
+    return built_program("bin/tessel_attention_reference")
 
 
 pytestmark = pytest.mark.skipif(

@@ -8,7 +8,6 @@ The driver is looked for under $TESSEL_BUILD_DIR/tests, else build/default/tests
 build/host/tests; without it the tests skip, saying how to build it."""
 
 import json
-import os
 import struct
 import subprocess
 from pathlib import Path
@@ -17,21 +16,15 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import built_program
 
-ROOT = Path(__file__).resolve().parents[2]
 DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.int64: "I64"}
 NUMPY = {"F64": np.float64, "F32": np.float32, "I64": np.int64}
 TOLERANCE = {torch.float64: 1e-10, torch.float32: 1e-5}
 
 
 def driver():
-    dirs = ([Path(os.environ["TESSEL_BUILD_DIR"])] if os.environ.get("TESSEL_BUILD_DIR")
-            else [ROOT / "build/default", ROOT / "build/host"])
-    for d in dirs:
-        path = d / "tests" / "tessel_nn_reference"
-        if path.is_file():
-            return path
-    return None
+    return built_program("tests/tessel_nn_reference")
 
 
 pytestmark = pytest.mark.skipif(
