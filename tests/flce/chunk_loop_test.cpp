@@ -185,12 +185,10 @@ TEST(FlceChunkLoop, AStaticPlanWithItsOwnChunkSizeGivesTheRunTimeChunkSizesBits)
   EXPECT_EQ(forward(FlcePlan(StaticChunk8{}), dx_, dw_, dy_, bias, outputs()), runtime_plan);
   EXPECT_EQ(results(), runtime_results);
 
-  auto const untouched = [&] {
-    auto const o = outputs();
-    return std::pair(o, results());
-  };
   {
-    auto const [o, before] = untouched();
+    // (No structured bindings here: clang 16 cannot capture them in a lambda under OpenMP.)
+    auto const o = outputs();
+    auto const before = results();
     auto const other = make_plan(index_t{24}, index_t{8}, index_t{41}, index_t{8});
     EXPECT_EQ(
         error_of([&] { forward(other, dx_, dw_, dy_, bias, o); }),
@@ -199,7 +197,8 @@ TEST(FlceChunkLoop, AStaticPlanWithItsOwnChunkSizeGivesTheRunTimeChunkSizesBits)
     EXPECT_EQ(results(), before);
   }
   {
-    auto const [o, before] = untouched();
+    auto const o = outputs();
+    auto const before = results();
     Options<float> contradicting = bias;
     contradicting.chunk_size = 4;
     EXPECT_EQ(error_of([&] { forward(StaticChunk8{}, sx, sw, sy, contradicting, o); }),
