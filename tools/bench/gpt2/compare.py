@@ -57,6 +57,9 @@ DEFAULT_LLMC_GIT = "/work/.mirror/karpathy+llm.c/repo"
 ADAMW = dict(lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
 B = 4
 LOSS_TOLERANCE = 1e-4  # relative, float32, first step
+# Worst per-tensor relative gradient error of llm.c against float64: float32 rounding gives far
+# less (compare.py prints PyTorch float32's own figure beside it), a layout mistake order 1.
+GRAD_TOLERANCE = 1e-3
 PEERS = ("llmc", "eager", "sdpa", "compile")
 
 
@@ -169,6 +172,9 @@ def torch_worker(args):
             loss = model(*batch(0))[1].item()
         print(json.dumps({"losses": [loss]}))
         return
+    if args.mode == "gradcheck":
+        print(json.dumps(gradient_check(args.weights, args.llmc_grads, batch(0))))
+        return
 
     model = load_model(args.weights, torch.float32,
                        attention="sdpa" if args.mode == "sdpa" else "math")
@@ -187,10 +193,43 @@ def torch_worker(args):
     print(json.dumps({"losses": losses, "ms": ms}))
 
 
-def run_torch(python, mode, files, T, threads, warmup, steps):
+def gradient_check(weights, llmc_grads_path, batch):
+    """Every parameter's gradient of the first batch's loss from llm.c (float32) and PyTorch
+    (float32), each against PyTorch in float64: relative error ||g - g64|| / ||g64|| per tensor.
+    A layout mistake in the checkpoint writer gives errors of order 1 in the tensors it touches,
+    where the loss alone can miss it (at GPT-2's init, misreading c_attn's layout moves the first
+    loss by only 1.5e-5 relative: attention is nearly uniform)."""
+    import torch
+    from gpt2_reference import load_model
+    from llmc_files import read_checkpoint
+
+    _, llmc = read_checkpoint(llmc_grads_path)
+    grads, losses = {}, {}
+    for dtype in (torch.float64, torch.float32):
+        model = load_model(weights, dtype)
+        _, loss = model(*batch)
+        loss.backward()
+        losses[str(dtype)] = loss.item()
+        grads[dtype] = {n: p.grad for n, p in model.named_parameters()}
+        del model
+    ref = grads[torch.float64]
+
+    def rel(g, n):
+        return ((g.double() - ref[n]).norm() / ref[n].norm()).item()
+
+    per_tensor = {n: {"llmc": rel(llmc[n], n), "torch_f32": rel(grads[torch.float32][n], n)}
+                  for n in ref}
+    worst = {side: max(((v[side], n) for n, v in per_tensor.items())) for side in ("llmc", "torch_f32")}
+    return {"losses": losses, "per_tensor": per_tensor,
+            "worst": {side: {"tensor": n, "rel": r} for side, (r, n) in worst.items()}}
+
+
+def run_torch(python, mode, files, T, threads, warmup, steps, llmc_grads=None):
     cmd = [python, os.path.abspath(__file__), "torch", "--mode", mode, "--threads", str(threads),
            "--T", str(T), "--warmup", str(warmup), "--steps", str(steps),
            "--weights", files["weights"], "--tokens", files["train"]]
+    if llmc_grads:
+        cmd += ["--llmc-grads", llmc_grads]
     proc = subprocess.run(cmd, env=thread_env(threads), capture_output=True, text=True)
     if proc.returncode != 0:
         # torch.compile can fail for reasons of the machine (no compiler, no Python headers):
@@ -264,7 +303,7 @@ def loss_check(runs, f64):
     return checks
 
 
-def markdown(rows, checks, fmt_check, B, warmup, steps):
+def markdown(rows, checks, fmt_check, grad_check, B, warmup, steps):
     lines = ["| T | threads | peer | median step (ms) | range (ms) | tokens/s | × llm.c | × eager "
              "| load before → after |", "|---|---|---|---|---|---|---|---|---|"]
     index = {(r["T"], r["threads"], r["peer"]): r for r in rows}
@@ -308,6 +347,13 @@ def markdown(rows, checks, fmt_check, B, warmup, steps):
         out += ["", f"Format check (llm.c's unmodified train_gpt2, tiny configuration): first val "
                 f"loss {fmt_check['llmc']:.6f}, PyTorch {fmt_check['torch']:.6f} (relative "
                 f"{fmt_check['rel']:.1e})."]
+    if grad_check:
+        w = grad_check["worst"]
+        out += ["", f"Gradient check (T {grad_check['T']}, first batch, every parameter against "
+                f"PyTorch float64, worst tensor's ||g - g64|| / ||g64||): llm.c "
+                f"{w['llmc']['rel']:.1e} (`{w['llmc']['tensor']}`), PyTorch float32 "
+                f"{w['torch_f32']['rel']:.1e} (`{w['torch_f32']['tensor']}`); "
+                f"≤ {GRAD_TOLERANCE:g}: {'yes' if grad_check['ok'] else '**no**'}."]
     return "\n".join(out)
 
 
@@ -344,6 +390,7 @@ def main():
         for name, typ in (("--mode", str), ("--threads", int), ("--T", int), ("--warmup", int),
                           ("--steps", int), ("--weights", str), ("--tokens", str)):
             p.add_argument(name, type=typ, required=True)
+        p.add_argument("--llmc-grads")
         return torch_worker(p.parse_args(sys.argv[2:]))
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -360,6 +407,7 @@ def main():
     p.add_argument("--work", default=os.path.join(ROOT, "build", "gpt2-peers"))
     p.add_argument("--python", default=sys.executable, help="the interpreter for PyTorch runs")
     p.add_argument("--skip-format-check", action="store_true")
+    p.add_argument("--skip-gradient-check", action="store_true")
     p.add_argument("--json", help="write every figure here")
     args = p.parse_args()
     Ts = [int(x) for x in args.T.split(",")]
@@ -399,6 +447,23 @@ def main():
     ctx = {"llmc": llmc, "files": files, "python": args.python, "warmup": args.warmup,
            "steps": args.steps}
 
+    grad_check = None
+    if not args.skip_gradient_check:
+        grads_path = os.path.join(data_dir, "llmc_grads.bin")
+        subprocess.run([os.path.join(llmc["dir"], "llmc_step"), files["checkpoint"], files["train"],
+                        str(B), str(Ts[0]), "1", grads_path], env=thread_env(max(thread_counts)),
+                       check=True, capture_output=True)
+        grad_check = run_torch(args.python, "gradcheck", files, Ts[0], max(thread_counts), 0, 1,
+                               llmc_grads=grads_path)
+        os.remove(grads_path)  # as large as the model
+        if "error" in grad_check:
+            raise RuntimeError(f"gradient check failed to run: {grad_check['error']}")
+        grad_check.update(T=Ts[0], ok=grad_check["worst"]["llmc"]["rel"] <= GRAD_TOLERANCE)
+        w = grad_check["worst"]
+        log(f"gradient check (T {Ts[0]}): worst llm.c {w['llmc']['rel']:.1e} "
+            f"({w['llmc']['tensor']}), PyTorch f32 {w['torch_f32']['rel']:.1e} "
+            f"({w['torch_f32']['tensor']})")
+
     runs = []
     for T in Ts:
         for threads in thread_counts:
@@ -413,7 +478,7 @@ def main():
             f64[T] = run_torch(args.python, "f64", files, T, 1, 0, 1)["losses"][0]
     rows = summarize(runs, peers)
     checks = loss_check(runs, f64)
-    report = markdown(rows, checks, fmt_check, B, args.warmup, args.steps)
+    report = markdown(rows, checks, fmt_check, grad_check, B, args.warmup, args.steps)
     import torch
 
     header = (f"{started:%Y-%m-%d %H:%M} UTC, {machine()}, load average at start "
@@ -427,8 +492,10 @@ def main():
                        "command": sys.argv, "config": vars(config), "B": B,
                        "warmup": args.warmup, "steps": args.steps, "llmc": llmc,
                        "torch": torch.__version__, "format_check": fmt_check, "rows": rows,
-                       "loss_check": checks, "runs": runs}, f, indent=1)
-    if any(not c["ok"] for c in checks) or (fmt_check and fmt_check["rel"] > LOSS_TOLERANCE):
+                       "loss_check": checks, "gradient_check": grad_check, "runs": runs},
+                      f, indent=1)
+    if (any(not c["ok"] for c in checks) or (fmt_check and fmt_check["rel"] > LOSS_TOLERANCE)
+            or (grad_check and not grad_check["ok"])):
         log("loss check FAILED")
         return 1
     return 0
