@@ -25,7 +25,7 @@ does, in build/gpt2-peers/ (created; nothing is written into the repository):
      llmc     llmc_step (llm.c's step: gpt2_forward, gpt2_zero_grad, gpt2_backward, gpt2_update)
      eager    gpt2_reference.GPT2 (attention written out), AdamW(fused=True): PyTorch's fastest
               stock CPU optimizer (its default on CPU is a per-tensor loop, seconds slower here)
-     sdpa     the same with F.scaled_dot_product_attention (not in the default list)
+     sdpa     the same with F.scaled_dot_product_attention (PyTorch's fused attention)
      compile  torch.compile(model) (inductor; compiles in the first warm-up step), fused AdamW
    With --rounds R each configuration is measured R times back to back, the peers' order
    rotating, and each figure is the median of the R medians.
@@ -200,18 +200,13 @@ def gradient_check(weights, llmc_grads_path, batch):
     where the loss alone can miss it (at GPT-2's init, misreading c_attn's layout moves the first
     loss by only 1.5e-5 relative: attention is nearly uniform)."""
     import torch
-    from gpt2_reference import load_model
+    from gpt2_reference import load_model, loss_and_gradients
     from llmc_files import read_checkpoint
 
     _, llmc = read_checkpoint(llmc_grads_path)
     grads, losses = {}, {}
     for dtype in (torch.float64, torch.float32):
-        model = load_model(weights, dtype)
-        _, loss = model(*batch)
-        loss.backward()
-        losses[str(dtype)] = loss.item()
-        grads[dtype] = {n: p.grad for n, p in model.named_parameters()}
-        del model
+        losses[str(dtype)], grads[dtype] = loss_and_gradients(load_model(weights, dtype), *batch)
     ref = grads[torch.float64]
 
     def rel(g, n):
@@ -398,7 +393,7 @@ def main():
     p.add_argument("--threads", default="1,2")
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--peers", default="llmc,eager,compile", help=f"from {','.join(PEERS)}")
+    p.add_argument("--peers", default="llmc,eager,sdpa,compile", help=f"from {','.join(PEERS)}")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--tiny", action="store_true",
                    help="time the tiny configuration instead of GPT-2 small (a quick smoke test)")

@@ -33,6 +33,7 @@ Usage as a library (what compare.py and the later correctness test do):
     model = make_model(GPTConfig.small(), seed=1337, dtype=torch.float64)
     logits, loss = model(idx, targets)        # idx, targets: (B, T) int64
     loss.backward()                            # gradients on model.named_parameters()
+    loss, grads = loss_and_gradients(model, idx, targets)   # the same, by GPT-2 name
     model.save("init.safetensors")             # GPT-2 names; load_model(path) reads it back
 
 As a script it writes an initialization: `gpt2_reference.py --out init.safetensors [--tiny]`.
@@ -224,6 +225,14 @@ def load_model(path, dtype=torch.float32, attention="math", n_head=None):
                                  f"the model {tuple(p.shape)}")
             p.copy_(tensors[name].to(dtype))
     return model
+
+
+def loss_and_gradients(model, idx, targets):
+    """One forward and backward from zero gradients: (loss, {GPT-2 name: gradient})."""
+    model.zero_grad(set_to_none=True)
+    _, loss = model(idx, targets)
+    loss.backward()
+    return loss.item(), {n: p.grad for n, p in model.named_parameters()}
 
 
 def deterministic():
