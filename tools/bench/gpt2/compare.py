@@ -4,7 +4,8 @@
 The peers tessel's GPT-2 model is measured against (issue 48, item 5). Not part of CI.
 
     tools/bench/gpt2/compare.py [--T 64,256] [--threads 1,2] [--warmup 1] [--steps 5]
-        [--peers llmc,eager,compile] [--rounds 1] [--json FILE] [--tiny]
+        [--peers llmc,eager,sdpa,compile] [--rounds 1] [--json FILE] [--tiny]
+        [--skip-format-check] [--skip-gradient-check]
 
 Run it with a Python that has torch and numpy (the project's build/python-test-venv). What it
 does, in build/gpt2-peers/ (created; nothing is written into the repository):
@@ -15,8 +16,10 @@ does, in build/gpt2-peers/ (created; nothing is written into the repository):
    llm.c's code built as llm.c builds it.
 2. Files (llmc_files.py): the model from gpt2_reference.py's seeded initialization, written as
    llm.c's checkpoint and as safetensors, and random tokens as llm.c data shards.
-3. Format check: llm.c's unmodified train_gpt2 on the tiny configuration's files, stopped after
-   its first validation loss, which must equal PyTorch's on the same weights and batches.
+3. Checks: llm.c's unmodified train_gpt2 on the tiny configuration's files, stopped after its
+   first validation loss, which must equal PyTorch's on the same weights and batches (format
+   check); llm.c's first-step gradients (llmc_step dumps them) against PyTorch float64's, tensor
+   by tensor (gradient check, at the first T).
 4. Timing, for every T and thread count, each peer in a fresh process with OMP_NUM_THREADS,
    MKL_NUM_THREADS and OPENBLAS_NUM_THREADS set (and torch.set_num_threads): B 4 (llm.c's CPU
    configuration), --warmup steps then --steps timed steps of forward + backward + AdamW
