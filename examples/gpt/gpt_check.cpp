@@ -4,9 +4,10 @@
 // (loss(p + h) - loss(p - h)) / 2h to 1e-6 relative. Also: two runs give the same bits, and
 // float32 agrees with float64 to 1e-4. Exits 1 on any failure; the test runs it.
 //
-// `gpt_check IN OUT`: the same model as the C++ side of tests/python/test_gpt.py: the float64
-// parameters under GPT-2's names and int64 "tokens" and "targets" (2 x 5) from the safetensors
-// file IN; the loss ("loss") and every parameter's gradient ("grad.<name>") into OUT.
+// `gpt_check IN OUT`: the same model as the C++ side of tests/python/test_gpt.py: the float64 (or
+// float32: the model then runs in float32) parameters under GPT-2's names and int64 "tokens" and
+// "targets" (2 x 5) from the safetensors file IN; the loss ("loss") and every parameter's gradient
+// ("grad.<name>") into OUT.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -37,13 +38,13 @@ std::vector<T> random_params(unsigned seed) {
   return p;
 }
 
-// The driver mode (see the top of the file).
-int run_on_files(char const* in, char const* out) {
-  auto const file = tessel::read_safetensors(in);
-  std::vector<double> params(static_cast<std::size_t>(Cfg::num_params));
+// The driver mode (see the top of the file), in T: the parameters' dtype in IN (F64 or F32).
+template <class T>
+int run_on_files(tessel::SafetensorsFile const& file, char const* out) {
+  std::vector<T> params(static_cast<std::size_t>(Cfg::num_params));
   auto const named = gpt::named_params<Cfg>();
   for (auto const& np : named) {
-    auto const values = file.at(np.name).as<double>();
+    auto const values = file.at(np.name).as<T>();
     tessel::check(static_cast<index_t>(values.size()) == np.numel(), "gpt_check: ", np.name,
                   " has ", values.size(), " values, not ", np.numel(), ".");
     std::copy(values.begin(), values.end(), params.begin() + np.offset);
@@ -53,17 +54,23 @@ int run_on_files(char const* in, char const* out) {
     return std::vector<std::int32_t>(v.begin(), v.end());
   };
   auto const tokens = to_ids("tokens"), targets = to_ids("targets");
-  gpt::Model<Cfg, Bt, double, tessel::exec::Serial> model;
-  std::vector<double> grads(params.size());
+  gpt::Model<Cfg, Bt, T, tessel::exec::Serial> model;
+  std::vector<T> grads(params.size());
   double const loss = model.forward_backward(params, grads, tokens, targets);
   tessel::SafetensorsFile result;
   result.tensors.push_back(tessel::make_safetensors_entry("loss", {}, std::vector<double>{loss}));
   for (auto const& np : named)
     result.tensors.push_back(tessel::make_safetensors_entry(
         "grad." + np.name, std::vector<std::int64_t>(np.shape.begin(), np.shape.end()),
-        std::span<double const>(grads.data() + np.offset, static_cast<std::size_t>(np.numel()))));
+        std::span<T const>(grads.data() + np.offset, static_cast<std::size_t>(np.numel()))));
   tessel::write_safetensors(out, result);
   return 0;
+}
+
+int run_on_files(char const* in, char const* out) {
+  auto const file = tessel::read_safetensors(in);
+  if (file.at("wte.weight").dtype == tessel::DType::f32) return run_on_files<float>(file, out);
+  return run_on_files<double>(file, out);
 }
 
 }  // namespace
