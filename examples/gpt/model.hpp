@@ -135,10 +135,12 @@ class Model {
         "), not ", tokens, " and ", targets, ".");
   }
 
-  // y = x W + b over rows: y (n, out) <- b broadcast, then += x (n, in) W (in, out).
-  template <class Y, class Xin, class W, class Bias>
-  void linear(Y const& y, Xin const& x, W const& w, Bias const& b) {
-    assign(y, broadcast_to(b, y.shape()), executor_);
+  // y = start + x W over rows, y (n, out), x (n, in), W (in, out): `start` (the bias broadcast
+  // over the rows, plus the residual where there is one) is written first, then the product is
+  // added to it (DenseScale{1, 1}), so a residual branch needs no temporary.
+  template <class Y, class Start, class Xin, class W>
+  void add_product(Y const& y, Start const& start, Xin const& x, W const& w) {
+    assign(y, start, executor_);
     exec::gemm(executor_, y, x, w, {1.0, 1.0});
   }
 
@@ -171,35 +173,32 @@ class Model {
       auto const attn = a_.attn(l, _, _);
       nn::layer_norm(ln1, a_.ln1_stats(l, 0, _), a_.ln1_stats(l, 1, _), x, w.ln_1_weight,
                      w.ln_1_bias, {}, executor_);
-      linear(qkv, ln1, w.c_attn_weight, w.c_attn_bias);
+      add_product(qkv, broadcast_to(w.c_attn_bias, qkv.shape()), ln1, w.c_attn_weight);
       auto const [q, k, v] = qkv_of(qkv);
       nn::attention_forward(attention_plan, q, k, v, heads_of(attn), a_.lse(l, _, _, _), executor_);
       // mid = x + attn W_o + b_o.
-      assign(mid, x + broadcast_to(w.attn_proj_bias, mid.shape()), executor_);
-      exec::gemm(executor_, mid, attn, w.attn_proj_weight, {1.0, 1.0});
+      add_product(mid, x + broadcast_to(w.attn_proj_bias, mid.shape()), attn, w.attn_proj_weight);
       auto const ln2 = a_.ln2(l, _, _);
       auto const fc = a_.fc(l, _, _);
       auto const act = a_.fc_gelu(l, _, _);
       nn::layer_norm(ln2, a_.ln2_stats(l, 0, _), a_.ln2_stats(l, 1, _), mid, w.ln_2_weight,
                      w.ln_2_bias, {}, executor_);
-      linear(fc, ln2, w.fc_weight, w.fc_bias);
+      add_product(fc, broadcast_to(w.fc_bias, fc.shape()), ln2, w.fc_weight);
       assign(act, nn::gelu(fc), executor_);
       // out = mid + gelu(fc) W_p + b_p.
-      assign(out, mid + broadcast_to(w.mlp_proj_bias, out.shape()), executor_);
-      exec::gemm(executor_, out, act, w.mlp_proj_weight, {1.0, 1.0});
+      add_product(out, mid + broadcast_to(w.mlp_proj_bias, out.shape()), act, w.mlp_proj_weight);
     }
     nn::layer_norm(a_.lnf, a_.lnf_stats(0, _), a_.lnf_stats(1, _), a_.residual(Cfg::layers, _, _),
                    p.ln_f_weight(), p.ln_f_bias(), {}, executor_);
   }
 
-  // The backward of y = x W + b given dy: dW = x^T dy, db = sum of dy's rows, and (when dx is
-  // not null) dx = dy W^T, written or (accumulate) added.
+  // The backward of y = x W + b given dy: dW = x^T dy, db = the sum of dy's rows, dx = dy W^T.
   template <class DX, class DY, class Xin, class W, class DW, class DB>
-  void linear_backward(DX const* dx, DY const& dy, Xin const& x, W const& w, DW const& dw,
-                       DB const& db, bool accumulate) {
+  void linear_backward(DX const& dx, DY const& dy, Xin const& x, W const& w, DW const& dw,
+                       DB const& db) {
     exec::gemm(executor_, dw, transpose(x), dy);
     assign(db, sum(dy, mode<0>), executor_);
-    if (dx) exec::gemm(executor_, *dx, dy, transpose(w), {1.0, accumulate ? 1.0 : 0.0});
+    exec::gemm(executor_, dx, dy, transpose(w));
   }
 
   template <class P, class G, class Ids, class DLnf>
@@ -217,25 +216,25 @@ class Model {
       auto const w = p.block(l);
       auto const gw = g.block(l);
       // out = mid + gelu(fc) W_p + b_p: d mid = d out (kept in dx) + the MLP branch's.
-      linear_backward(&dfc, dx, a_.fc_gelu(l, _, _), w.mlp_proj_weight, gw.mlp_proj_weight,
-                      gw.mlp_proj_bias, false);
+      linear_backward(dfc, dx, a_.fc_gelu(l, _, _), w.mlp_proj_weight, gw.mlp_proj_weight,
+                      gw.mlp_proj_bias);
       assign(dfc, nn::gelu_backward(dfc, a_.fc(l, _, _)), executor_);
-      linear_backward(&dln, dfc, a_.ln2(l, _, _), w.fc_weight, gw.fc_weight, gw.fc_bias, false);
+      linear_backward(dln, dfc, a_.ln2(l, _, _), w.fc_weight, gw.fc_weight, gw.fc_bias);
       nn::layer_norm_backward(dattn, gw.ln_2_weight, gw.ln_2_bias, dln, a_.residual_mid(l, _, _),
                               w.ln_2_weight, a_.ln2_stats(l, 0, _), a_.ln2_stats(l, 1, _),
                               executor_);
       assign(dx, dx + dattn, executor_);
       // mid = x + attn W_o + b_o: d x = d mid + the attention branch's.
-      linear_backward(&dattn, dx, a_.attn(l, _, _), w.attn_proj_weight, gw.attn_proj_weight,
-                      gw.attn_proj_bias, false);
+      linear_backward(dattn, dx, a_.attn(l, _, _), w.attn_proj_weight, gw.attn_proj_weight,
+                      gw.attn_proj_bias);
       auto const [q, k, v] = qkv_of(a_.qkv(l, _, _));
       auto const [dq, dk, dv] = qkv_of(dqkv);
       nn::attention_backward(
           attention_plan,
           nn::AttentionSaved{q, k, v, heads_of(a_.attn(l, _, _)), a_.lse(l, _, _, _)},
           heads_of(dattn), nn::AttentionGrads{dq, dk, dv}, executor_);
-      linear_backward(&dln, dqkv, a_.ln1(l, _, _), w.c_attn_weight, gw.c_attn_weight,
-                      gw.c_attn_bias, false);
+      linear_backward(dln, dqkv, a_.ln1(l, _, _), w.c_attn_weight, gw.c_attn_weight,
+                      gw.c_attn_bias);
       nn::layer_norm_backward(dattn, gw.ln_1_weight, gw.ln_1_bias, dln, a_.residual(l, _, _),
                               w.ln_1_weight, a_.ln1_stats(l, 0, _), a_.ln1_stats(l, 1, _),
                               executor_);
