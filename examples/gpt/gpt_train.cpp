@@ -48,9 +48,7 @@ void fill(examples::Corpus const& corpus, std::vector<std::uint32_t> const& from
           std::vector<std::int32_t>& targets) {
   std::uniform_int_distribution<std::size_t> pick(0, from.size() - 1);
   for (index_t b = 0; b < batch; ++b) {
-    std::size_t end;
-    do end = from[pick(rng)];
-    while (end < static_cast<std::size_t>(seq));
+    std::size_t const end = from[pick(rng)];  // >= T: the corpus was loaded with context T
     for (index_t t = 0; t < seq; ++t) {
       auto const i = static_cast<std::size_t>(b * seq + t);
       tokens[i] = corpus.byte(end - static_cast<std::size_t>(seq) + static_cast<std::size_t>(t));
