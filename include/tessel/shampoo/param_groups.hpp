@@ -49,8 +49,7 @@ class GroupedShampoo {
                  X executor = {})
       : shapes_(shapes), groups_(std::move(groups)) {
     check_membership();
-    for (std::size_t gi = 0; gi < groups_.size(); ++gi)
-      add_group<RuntimePlan>(gi, executor, [&](Plan const& plan) { return plan; });
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) add_group<RuntimePlan>(gi, executor);
   }
 
   // The same with every group's plan a type: Plans...[i] is static_plan<plan> of group i's
@@ -68,16 +67,7 @@ class GroupedShampoo {
           tessel::detail::sentence("GroupedShampoo got ", sizeof...(Plans), " static plans for ",
                                    groups_.size(), " parameter groups; give one plan per group."));
     std::size_t gi = 0;
-    (add_group<Plans>(gi++, executor,
-                      [](Plan const& plan) {
-                        if (!(plan == Plans::value))
-                          tessel::detail::throw_error(
-                              "its static plan is not the plan of its parameters' shapes and "
-                              "blocking; make it with make_plan from the same shapes, "
-                              "max_preconditioner_dim and target_parameter_dimensionality.");
-                        return Plans::value;
-                      }),
-     ...);
+    (add_group<Plans>(gi++, executor), ...);
   }
 
   std::size_t num_groups() const noexcept { return optimizers_.size(); }
@@ -219,10 +209,11 @@ class GroupedShampoo {
             "group."));
   }
 
-  // Group gi's optimizer, Shampoo<T, P, X> over plan_of(the plan of its shapes and blocking) (a
-  // static plan's constructor takes it from the type); errors are prefixed with the group.
-  template <class P, class PlanOf>
-  void add_group(std::size_t gi, X const& executor, PlanOf&& plan_of) {
+  // Group gi's optimizer, Shampoo<T, P, X> over the plan of its shapes and blocking; a static
+  // plan must be that plan (its constructor takes it from the type). Errors are prefixed with the
+  // group.
+  template <class P>
+  void add_group(std::size_t gi, X const& executor) {
     ParamGroup const& g = groups_[gi];
     std::vector<std::vector<index_t>> group_shapes;
     for (index_t p : g.params) group_shapes.push_back(shapes_[static_cast<std::size_t>(p)]);
@@ -232,12 +223,16 @@ class GroupedShampoo {
                                                   g.target_parameter_dimensionality, 1},
                     group_shapes);
       if constexpr (is_static_plan_v<P>) {
-        (void)plan_of(plan);
+        if (!(plan == P::value))
+          tessel::detail::throw_error(
+              "its static plan is not the plan of its parameters' shapes and blocking; make it "
+              "with make_plan from the same shapes, max_preconditioner_dim and "
+              "target_parameter_dimensionality.");
         optimizers_.push_back(std::make_unique<BasicShampoo<T, AnyPreconditioner, P, X>>(
             g.options, executor, ParamKeys{g.params}));
       } else {
         optimizers_.push_back(
-            std::make_unique<Optimizer>(plan_of(plan), g.options, executor, ParamKeys{g.params}));
+            std::make_unique<Optimizer>(plan, g.options, executor, ParamKeys{g.params}));
       }
     } catch (Error const& e) {
       tessel::detail::throw_error(tessel::detail::sentence("parameter group ", gi, ": ", e.what()));
