@@ -75,12 +75,9 @@ struct AttentionGradQRows : AttentionBackwardArgs<Plan, Saved, GO, Delta> {
     auto const d = a.plan.head_dim_extent();
     auto const q_tile = a.plan.q_tile_extent();
     auto const kv_tile = a.plan.kv_tile_extent();
-    AttentionItem const w = attention_item(a.plan, a.plan.q_tile_count(), item);
+    LaneTile const w = lane_tile(ctx, a.plan, a.plan.q_tile_count(), q_tile, item);
     index_t const b = w.batch, h = w.head;
-    index_t const tile_first = w.tile * q_tile;
-    index_t const t = a.plan.seq_extent();
-    LaneRows const mine =
-        lane_rows(ctx, tile_first, tile_first + q_tile < t ? tile_first + q_tile : t);
+    LaneRows const mine = w.rows;
     if (mine.count == 0) return;
     auto const& sv = a.saved;
     C const* const qs = head_row(sv.q, b, mine.first, h);         // (count, d)
@@ -142,11 +139,9 @@ struct AttentionGradKVRows : AttentionBackwardArgs<Plan, Saved, GO, Delta> {
     auto const q_tile = a.plan.q_tile_extent();
     auto const kv_tile = a.plan.kv_tile_extent();
     index_t const t = a.plan.seq_extent();
-    AttentionItem const w = attention_item(a.plan, a.plan.kv_tile_count(), item);
+    LaneTile const w = lane_tile(ctx, a.plan, a.plan.kv_tile_count(), kv_tile, item);
     index_t const b = w.batch, h = w.head;
-    index_t const tile_first = w.tile * kv_tile;
-    LaneRows const mine =
-        lane_rows(ctx, tile_first, tile_first + kv_tile < t ? tile_first + kv_tile : t);
+    LaneRows const mine = w.rows;
     if (mine.count == 0) return;
     auto const& sv = a.saved;
     C const* const ks = head_row(sv.k, b, mine.first, h);  // (count, d)

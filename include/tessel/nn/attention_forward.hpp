@@ -52,12 +52,9 @@ struct AttentionForwardRows {
     auto const d = plan.head_dim_extent();
     auto const q_tile = plan.q_tile_extent();
     auto const kv_tile = plan.kv_tile_extent();
-    AttentionItem const w = attention_item(plan, plan.q_tile_count(), item);
+    LaneTile const w = lane_tile(ctx, plan, plan.q_tile_count(), q_tile, item);
     index_t const b = w.batch, h = w.head;
-    index_t const tile_first = w.tile * q_tile;
-    LaneRows const mine = lane_rows(
-        ctx, tile_first,
-        tile_first + q_tile < plan.seq_extent() ? tile_first + q_tile : index_t{plan.seq_extent()});
+    LaneRows const mine = w.rows;
     if (mine.count == 0) return;
     C const* const qs = head_row(q, b, mine.first, h);  // (count, d) this lane's query rows
     C* const os = head_row(out, b, mine.first, h);      // (count, d) their output rows

@@ -111,6 +111,22 @@ TESSEL_HOST_DEVICE TESSEL_FORCEINLINE LaneRows lane_rows(Ctx const& ctx, index_t
   return {first, step, first < tile_end ? (tile_end - first + step - 1) / step : 0};
 }
 
+// Work item `item` of a pass over the sequence's tiles of `tile` rows (`tiles` of them per batch
+// and head): its batch and head, and the rows of its tile (clipped to the sequence) this lane owns.
+struct LaneTile {
+  index_t batch;
+  index_t head;
+  LaneRows rows;
+};
+template <class Ctx, class Plan, Integer Tiles, Integer Tile>
+TESSEL_HOST_DEVICE TESSEL_FORCEINLINE LaneTile lane_tile(Ctx const& ctx, Plan const& plan,
+                                                         Tiles tiles, Tile tile, index_t item) {
+  AttentionItem const w = attention_item(plan, tiles, item);
+  index_t const first = w.tile * tile;
+  index_t const t = plan.seq_extent();
+  return {w.batch, w.head, lane_rows(ctx, first, first + tile < t ? first + tile : t)};
+}
+
 // The stride between rows (positions) of a (B, T, heads, head_dim) tensor, times `lanes`: the
 // row stride of a lane's rows as a matrix.
 template <class Tensor, Integer Lanes>
